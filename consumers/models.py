@@ -1,0 +1,74 @@
+"""Database models: clusters the console watches.
+
+Snapshots and history do not live here: the latest snapshot is in Redis and the history in
+Parquet files (see consumers/snapshots.py and consumers/history.py).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from .rocketmq import Credentials
+
+
+def validate_namesrv_addrs(value: str) -> None:
+    addresses = split_addresses(value)
+    if not addresses:
+        raise ValidationError("Give at least one name server address, host:port.")
+    for address in addresses:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValidationError(f"{address!r} is not host:port.")
+
+
+def split_addresses(value: str) -> list[str]:
+    return [a.strip() for a in value.replace(",", ";").split(";") if a.strip()]
+
+
+class Cluster(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    namesrv_addrs = models.CharField(
+        "name servers",
+        max_length=500,
+        validators=[validate_namesrv_addrs],
+        help_text="host:port, several separated by ';'",
+    )
+    access_key = models.CharField(max_length=200, blank=True, help_text="ACL access key, if the cluster uses ACL")
+    secret_key = models.CharField(max_length=200, blank=True, help_text="ACL secret key; never shown again")
+    read_only = models.BooleanField(default=False, help_text="No resets or redrives on this cluster")
+    poll_interval = models.PositiveIntegerField(
+        "poll interval (s)", default=15, validators=[MinValueValidator(5), MaxValueValidator(3600)]
+    )
+    enabled = models.BooleanField(default=True, help_text="Poll this cluster")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("view_console", "Can view clusters, consumer groups and statistics"),
+            ("request_change", "Can request offset resets and DLQ redrives"),
+            ("approve_change", "Can approve offset resets and DLQ redrives"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:  # the secret key stays out of logs and tracebacks
+        return f"<Cluster {self.name} {self.namesrv_addrs}>"
+
+    @property
+    def namesrv_list(self) -> list[str]:
+        return split_addresses(self.namesrv_addrs)
+
+    @property
+    def credentials(self) -> Credentials | None:
+        if self.access_key and self.secret_key:
+            return Credentials(self.access_key, self.secret_key)
+        return None
+
+    @property
+    def uses_acl(self) -> bool:
+        return bool(self.access_key)

@@ -1,0 +1,1 @@
+"""Plain service functions: the logic views, tasks and commands call."""

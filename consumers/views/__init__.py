@@ -1,0 +1,1 @@
+"""Views, one module per page family; each is thin and calls selectors or services."""
