@@ -1,0 +1,133 @@
+"""One TCP connection to a name server or broker, with many requests in flight.
+
+Responses are matched by opaque and the response bit. Requests the server sends us on the
+same socket (offset resets, running-info calls meant for consumers) are answered with
+REQUEST_CODE_NOT_SUPPORTED, or ignored when oneway, and the connection carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from .codes import ResponseCode
+from .errors import ConnectionClosed, ProtocolError, RequestTimeout
+from .frame import FLAG_RESPONSE, MAX_FRAME, FrameDecoder, RemotingCommand, encode
+
+log = logging.getLogger(__name__)
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, address: str, *, max_frame: int = MAX_FRAME):
+        self.address = address
+        self.max_frame = max_frame
+        self._decoder = FrameDecoder(max_frame)
+        self._pending: dict[int, tuple[asyncio.Future, asyncio.TimerHandle]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self.closed = False
+        self.close_reason: Exception | None = None
+        self.last_used = self._loop.time()
+
+    # asyncio.Protocol callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as exc:
+            log.warning("closing connection to %s: %s", self.address, exc)
+            self._abort(ProtocolError(f"malformed frame from server: {exc}", address=self.address))
+            return
+        for command in commands:
+            if command.is_response:
+                self._resolve(command)
+            else:
+                self._answer_server_request(command)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = self.close_reason or ConnectionClosed(
+            f"connection closed{': ' + str(exc) if exc else ''}", address=self.address
+        )
+        self._mark_closed(reason)
+
+    # requests
+
+    def request(self, command: RemotingCommand, timeout: float) -> asyncio.Future:
+        """Send a request; the future gets the response or a typed error."""
+        if self.closed:
+            raise ConnectionClosed("connection is closed", address=self.address)
+        future = self._loop.create_future()
+        timer = self._loop.call_later(timeout, self._expire, command.opaque, timeout)
+        self._pending[command.opaque] = (future, timer)
+        self._write(encode(command, max_frame=self.max_frame))
+        return future
+
+    def send_oneway(self, command: RemotingCommand) -> None:
+        if self.closed:
+            raise ConnectionClosed("connection is closed", address=self.address)
+        self._write(encode(command, max_frame=self.max_frame))
+
+    def close(self) -> None:
+        if not self.closed:
+            self._abort(ConnectionClosed("connection closed by client", address=self.address))
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    # internals
+
+    def _write(self, data: bytes) -> None:
+        self.last_used = self._loop.time()
+        self._transport.write(data)
+
+    def _resolve(self, response: RemotingCommand) -> None:
+        entry = self._pending.pop(response.opaque, None)
+        if entry is None:
+            return  # the request already timed out
+        future, timer = entry
+        timer.cancel()
+        if not future.done():
+            future.set_result(response)
+
+    def _expire(self, opaque: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry and not entry[0].done():
+            entry[0].set_exception(RequestTimeout(f"no response within {timeout:.3f}s", address=self.address))
+
+    def _answer_server_request(self, request: RemotingCommand) -> None:
+        if request.is_oneway:
+            log.debug("ignoring oneway request code %s from %s", request.code, self.address)
+            return
+        reply = RemotingCommand(
+            code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+            opaque=request.opaque,
+            flag=FLAG_RESPONSE,
+            remark=f"request code {request.code} is not supported by this admin client",
+        )
+        self._write(encode(reply))
+
+    def _abort(self, reason: Exception) -> None:
+        self.close_reason = reason
+        if self._transport is not None:
+            self._transport.abort()  # connection_lost follows and fails what is pending
+        self._mark_closed(reason)
+
+    def _mark_closed(self, reason: Exception) -> None:
+        self.closed = True
+        pending, self._pending = self._pending, {}
+        for future, timer in pending.values():
+            timer.cancel()
+            if not future.done():
+                future.set_exception(_copy_error(reason))
+
+
+def _copy_error(reason: Exception) -> Exception:
+    # One exception object raised in many awaiting tasks would share its traceback.
+    if isinstance(reason, ProtocolError):
+        return ProtocolError(str(reason.args[0]), address=reason.address)
+    address = getattr(reason, "address", None)
+    return ConnectionClosed(str(reason.args[0]) if reason.args else "connection closed", address=address)

@@ -1,0 +1,157 @@
+"""Parser for the bodies Java brokers write with fastjson.
+
+fastjson writes maps with non-string keys without quoting them: bare numbers
+(`{0:"127.0.0.1:10911"}`) and whole objects (`{{"brokerName":"b","queueId":0,"topic":"t"}:5}`).
+Neither is JSON. We try `json.loads` first; when it refuses, a small structural parser walks
+the containers and hands every sub-value back to json's C scanner, so the Python-level work
+is one step per map entry, not per character. Strings are only ever read by json's own
+scanner, so braces, quotes or colons inside them cannot confuse the walk.
+
+Result shapes:
+- objects whose keys are all scalars become dicts (numeric keys as int or float);
+- objects with an object or array key become `KeyedPairs`, a list of (key, value) tuples,
+  because dicts are not hashable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from json.decoder import scanstring
+from json.scanner import make_scanner
+
+from .errors import ProtocolError
+
+MAX_DEPTH = 256
+
+_scan_once = make_scanner(json.JSONDecoder())
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class KeyedPairs(list):
+    """A map whose keys are objects, kept as (key, value) pairs in wire order."""
+
+
+def pairs(value: object) -> list[tuple[object, object]]:
+    """(key, value) pairs of a map whether it came back as a dict or as KeyedPairs."""
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, KeyedPairs):
+        return list(value)
+    if isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        return [(k, v) for k, v in value]  # the "array of pairs" form some non-Java peers send
+    raise ProtocolError(f"expected a map, got {type(value).__name__}")
+
+
+def loads(data: bytes | str) -> object:
+    """Parse a fastjson (or plain JSON) body; any malformed input raises ProtocolError."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"body is not UTF-8: {exc}") from None
+    else:
+        text = data
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError:
+        pass
+    parser = _Parser(text)
+    value, end = parser.value(_skip(text, 0), 0)
+    end = _skip(text, end)
+    if end != len(text):
+        raise ProtocolError(f"unexpected data after the body at character {end}")
+    return value
+
+
+def _skip(text: str, pos: int) -> int:
+    return _WHITESPACE.match(text, pos).end()
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+
+    def value(self, pos: int, depth: int) -> tuple[object, int]:
+        if depth > MAX_DEPTH:
+            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels")
+        text = self.text
+        try:
+            return _scan_once(text, pos)
+        except StopIteration:
+            raise ProtocolError(f"expected a value at character {pos}") from None
+        except RecursionError:
+            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
+        except ValueError:
+            pass  # a container json cannot read: walk it ourselves
+        char = text[pos] if pos < len(text) else ""
+        if char == "{":
+            return self.object(pos, depth)
+        if char == "[":
+            return self.array(pos, depth)
+        raise ProtocolError(f"malformed value at character {pos}")
+
+    def key(self, pos: int, depth: int) -> tuple[object, int]:
+        text = self.text
+        char = text[pos] if pos < len(text) else ""
+        if char == '"':
+            try:
+                return scanstring(text, pos + 1)
+            except ValueError as exc:
+                raise ProtocolError(f"malformed string key at character {pos}: {exc}") from None
+        if char in "{[":
+            return self.value(pos, depth + 1)
+        match = _NUMBER.match(text, pos)
+        if match:
+            number = match.group()
+            is_float = match.group(1) or match.group(2)
+            return (float(number) if is_float else int(number)), match.end()
+        for word, literal in _LITERALS.items():
+            if text.startswith(word, pos):
+                return literal, pos + len(word)
+        raise ProtocolError(f"malformed object key at character {pos}")
+
+    def object(self, pos: int, depth: int) -> tuple[object, int]:
+        text = self.text
+        entries: list[tuple[object, object]] = []
+        pos = _skip(text, pos + 1)
+        if text.startswith("}", pos):
+            return {}, pos + 1
+        while True:
+            key, pos = self.key(pos, depth)
+            pos = _skip(text, pos)
+            if not text.startswith(":", pos):
+                raise ProtocolError(f"expected ':' at character {pos}")
+            value, pos = self.value(_skip(text, pos + 1), depth + 1)
+            entries.append((key, value))
+            pos = _skip(text, pos)
+            char = text[pos : pos + 1]
+            pos = _skip(text, pos + 1)
+            if char == "}":
+                break
+            if char != ",":
+                raise ProtocolError(f"expected ',' or '}}' at character {pos - 1}")
+        if all(not isinstance(k, (dict, list)) for k, _ in entries):
+            return dict(entries), pos
+        return KeyedPairs(entries), pos
+
+    def array(self, pos: int, depth: int) -> tuple[list, int]:
+        text = self.text
+        items: list[object] = []
+        pos = _skip(text, pos + 1)
+        if text.startswith("]", pos):
+            return items, pos + 1
+        while True:
+            item, pos = self.value(pos, depth + 1)
+            items.append(item)
+            pos = _skip(text, pos)
+            char = text[pos : pos + 1]
+            pos = _skip(text, pos + 1)
+            if char == "]":
+                return items, pos
+            if char != ",":
+                raise ProtocolError(f"expected ',' or ']' at character {pos - 1}")

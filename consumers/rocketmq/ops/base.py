@@ -1,0 +1,42 @@
+"""What every group of operations shares: the client, body parsing into typed results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from ..errors import ProtocolError
+from ..fastjson import loads
+from ..frame import RemotingCommand
+
+if TYPE_CHECKING:
+    from ..client import AdminClient
+
+T = TypeVar("T")
+
+
+class Operations:
+    def __init__(self, client: AdminClient):
+        self.client = client
+        self.remoting = client.remoting
+
+
+def parse_body(response: RemotingCommand, build: Callable[[dict], T], *, what: str, address: str | None = None) -> T:
+    """Parse a fastjson body and build a typed result; anything malformed is a ProtocolError."""
+    data = loads(response.body) if response.body else {}
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{what} body is not an object", address=address)
+    try:
+        return build(data)
+    except ProtocolError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"malformed {what} body: {type(exc).__name__}: {exc}", address=address) from None
+
+
+def ext_int(response: RemotingCommand, key: str, *, address: str | None = None) -> int:
+    value = response.ext_fields.get(key)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ProtocolError(f"response field {key!r} is missing or not a number: {value!r}", address=address) from None

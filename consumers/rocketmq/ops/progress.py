@@ -1,0 +1,91 @@
+"""Progress: consume stats, connections, running info, offsets of queues and groups."""
+
+from __future__ import annotations
+
+from ..codes import RequestCode, ResponseCode
+from ..errors import ProtocolError
+from ..models import (
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    MessageQueue,
+    TopicStatsTable,
+)
+from .base import Operations, ext_int, parse_body
+
+
+class Progress(Operations):
+    async def consume_stats(
+        self, group: str, broker_addr: str, *, topic: str | None = None, timeout: float | None = None
+    ) -> ConsumeStats:
+        """GET_CONSUME_STATS on one broker: the group's offsets there (retry topic included)."""
+        fields = {"consumerGroup": group, "topic": topic}
+        response = await self.remoting.call(broker_addr, RequestCode.GET_CONSUME_STATS, fields, timeout=timeout)
+        return parse_body(response, ConsumeStats.from_wire, what="consume stats", address=broker_addr)
+
+    async def consumer_connection(self, group: str, broker_addr: str) -> ConsumerConnection:
+        """Online clients of a group as one broker knows them; raises ConsumerNotOnline."""
+        response = await self.remoting.call(
+            broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        )
+        return parse_body(response, ConsumerConnection.from_wire, what="consumer connection", address=broker_addr)
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, broker_addr: str, *, jstack: bool = False, timeout: float | None = None
+    ) -> ConsumerRunningInfo:
+        """Ask one client, through a broker it is connected to, for its running info."""
+        fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": jstack}
+        response = await self.remoting.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, fields, timeout=timeout)
+        return parse_body(response, ConsumerRunningInfo.from_wire, what="consumer running info", address=broker_addr)
+
+    async def topics_of_group(self, group: str, broker_addr: str) -> list[str]:
+        """Topics the group has offsets for on this broker (QUERY_TOPICS_BY_CONSUMER)."""
+        response = await self.remoting.call(broker_addr, RequestCode.QUERY_TOPICS_BY_CONSUMER, {"group": group})
+        return parse_body(response, lambda d: sorted(str(t) for t in d.get("topicList") or []), what="topic list")
+
+    async def groups_of_topic(self, topic: str, broker_addr: str) -> list[str]:
+        """Groups subscribed to or holding offsets for the topic on this broker."""
+        response = await self.remoting.call(broker_addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        return parse_body(response, lambda d: sorted(str(g) for g in d.get("groupList") or []), what="group list")
+
+    async def topic_stats(self, topic: str, broker_addr: str) -> TopicStatsTable:
+        """Min and max offset and last update time of every queue of a topic on one broker."""
+        response = await self.remoting.call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        return parse_body(response, TopicStatsTable.from_wire, what="topic stats", address=broker_addr)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self._queue_value(mq, RequestCode.GET_MIN_OFFSET, "offset")
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self._queue_value(mq, RequestCode.GET_MAX_OFFSET, "offset", committed="true")
+
+    async def earliest_store_time(self, mq: MessageQueue) -> int | None:
+        """Store time (ms) of the oldest message still in the queue; None if it is empty."""
+        value = await self._queue_value(mq, RequestCode.GET_EARLIEST_MSG_STORETIME, "timestamp")
+        return None if value < 0 else value
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
+        """The group's committed offset on one queue; None when it has never committed one."""
+        address = await self.client.topology.master_addr(mq.broker_name)
+        fields = {
+            "consumerGroup": group,
+            "topic": mq.topic,
+            "queueId": mq.queue_id,
+            "setZeroIfNotFound": "false",
+        }
+        response = await self.remoting.call(
+            address,
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            fields,
+            accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return ext_int(response, "offset", address=address)
+
+    async def _queue_value(self, mq: MessageQueue, code: int, key: str, **extra: str) -> int:
+        address = await self.client.topology.master_addr(mq.broker_name)
+        response = await self.remoting.call(address, code, {"topic": mq.topic, "queueId": mq.queue_id, **extra})
+        if key not in response.ext_fields:
+            raise ProtocolError(f"{RequestCode(code).name} answer has no {key!r}", address=address)
+        return ext_int(response, key, address=address)

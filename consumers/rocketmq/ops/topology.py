@@ -1,0 +1,129 @@
+"""Topology: cluster info, topics, routes, configs, broker runtime info and stats."""
+
+from __future__ import annotations
+
+import time
+
+from ..codes import RequestCode, ResponseCode
+from ..errors import BrokerError, TopicNotFound
+from ..models import (
+    BrokerRuntimeInfo,
+    BrokerStatsData,
+    ClusterInfo,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicRoute,
+)
+from .base import Operations, parse_body
+
+CLUSTER_INFO_TTL = 10.0
+
+
+class Topology(Operations):
+    def __init__(self, client):
+        super().__init__(client)
+        # topic -> (fetched at, route), or (fetched at, the name server's "not found" error)
+        self._routes: dict[str, tuple[float, TopicRoute | TopicNotFound]] = {}
+        self._cluster: tuple[float, ClusterInfo] | None = None
+
+    async def cluster_info(self, *, max_age: float = 0.0) -> ClusterInfo:
+        """Brokers and clusters from the name server; `max_age` allows a cached answer."""
+        now = time.monotonic()
+        if self._cluster and max_age > 0 and now - self._cluster[0] < max_age:
+            return self._cluster[1]
+        response = await self.remoting.call_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        info = parse_body(response, ClusterInfo.from_wire, what="cluster info")
+        self._cluster = (now, info)
+        return info
+
+    async def topic_list(self) -> list[str]:
+        response = await self.remoting.call_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return parse_body(response, lambda d: sorted(str(t) for t in d.get("topicList") or []), what="topic list")
+
+    async def topic_route(self, topic: str, *, max_age: float | None = None) -> TopicRoute:
+        """Route of a topic. Cached for the client's route TTL (a missing topic too, so a
+        group that never consumed does not cost a name-server call per poll)."""
+        ttl = self.client.config.route_ttl if max_age is None else max_age
+        now = time.monotonic()
+        cached = self._routes.get(topic)
+        if cached and now - cached[0] < ttl:
+            if isinstance(cached[1], TopicNotFound):
+                missing = cached[1]
+                raise TopicNotFound(missing.code, missing.remark, address=missing.address, request="cached route")
+            return cached[1]
+        try:
+            response = await self.remoting.call_namesrv(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic, "acceptStandardJsonOnly": "true"}
+            )
+        except TopicNotFound as exc:
+            self._routes[topic] = (now, exc)
+            raise
+        route = parse_body(response, lambda d: TopicRoute.from_wire(topic, d), what="topic route")
+        self._routes[topic] = (now, route)
+        return route
+
+    def forget_route(self, topic: str | None = None) -> None:
+        if topic is None:
+            self._routes.clear()
+        else:
+            self._routes.pop(topic, None)
+
+    async def master_addr(self, broker_name: str) -> str:
+        info = await self.cluster_info(max_age=CLUSTER_INFO_TTL)
+        address = info.masters().get(broker_name)
+        if address is None:
+            info = await self.cluster_info()
+            address = info.masters().get(broker_name)
+        if address is None:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no live master for broker {broker_name}")
+        return address
+
+    async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
+        response = await self.remoting.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+
+        def build(data: dict) -> dict[str, TopicConfig]:
+            table = data.get("topicConfigTable") or {}
+            return {str(name): TopicConfig.from_wire(cfg) for name, cfg in table.items()}
+
+        return parse_body(response, build, what="topic config", address=broker_addr)
+
+    async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        response = await self.remoting.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+
+        def build(data: dict) -> dict[str, SubscriptionGroupConfig]:
+            table = data.get("subscriptionGroupTable") or {}
+            return {str(name): SubscriptionGroupConfig.from_wire(cfg) for name, cfg in table.items()}
+
+        return parse_body(response, build, what="subscription groups", address=broker_addr)
+
+    async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntimeInfo:
+        response = await self.remoting.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return parse_body(
+            response,
+            lambda d: BrokerRuntimeInfo({str(k): str(v) for k, v in (d.get("table") or {}).items()}),
+            what="runtime info",
+            address=broker_addr,
+        )
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's effective settings (a properties text body)."""
+        response = await self.remoting.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        config = {}
+        for line in response.body.decode("utf-8", "replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not key.startswith("#"):
+                config[key.strip()] = value.strip()
+        return config
+
+    async def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData | None:
+        """VIEW_BROKER_STATS_DATA, e.g. ("GROUP_GET_NUMS", "topic@group") for consume TPS.
+        None when the broker has no such statistic yet."""
+        response = await self.remoting.call(
+            broker_addr,
+            RequestCode.VIEW_BROKER_STATS_DATA,
+            {"statsName": stats_name, "statsKey": stats_key},
+            accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return None  # "The stats <key> not exist"
+        return parse_body(response, BrokerStatsData.from_wire, what="broker stats", address=broker_addr)

@@ -1,0 +1,240 @@
+"""The request layer: connections per address, timeouts, deadlines, backoff, signing.
+
+`RemotingClient.invoke` sends one request and returns the server's answer whatever its
+code; `call` additionally turns codes the caller does not accept into typed BrokerErrors.
+A deadline set with `deadline(seconds)` bounds every request made inside it, including
+those of tasks started inside it (it lives in a context variable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import random
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from .acl import Credentials, sign
+from .codes import DEFAULT_VERSION, RequestCode, ResponseCode
+from .connection import Connection
+from .errors import ConnectError, DeadlineExceeded, RequestTimeout, TransportError, broker_error
+from .frame import FLAG_ONEWAY, MAX_FRAME, RemotingCommand
+from .message import split_address
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("rocketmq_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[float]:
+    """Bound every request made inside the block to finish within `seconds` from now."""
+    at = time.monotonic() + seconds
+    outer = _deadline.get()
+    token = _deadline.set(at if outer is None else min(at, outer))
+    try:
+        yield at
+    finally:
+        _deadline.reset(token)
+
+
+def remaining_time() -> float | None:
+    at = _deadline.get()
+    return None if at is None else at - time.monotonic()
+
+
+@dataclass
+class ClientConfig:
+    namesrv_addrs: list[str]
+    credentials: Credentials | None = None
+    request_timeout: float = 5.0
+    connect_timeout: float = 3.0
+    max_in_flight: int = 512
+    version: int = DEFAULT_VERSION
+    max_frame: int = MAX_FRAME
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    route_ttl: float = 30.0
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.namesrv_addrs, str):
+            self.namesrv_addrs = [a.strip() for a in self.namesrv_addrs.replace(",", ";").split(";") if a.strip()]
+        if not self.namesrv_addrs:
+            raise ValueError("at least one name server address is required")
+        for address in self.namesrv_addrs:
+            split_address(address)
+
+
+class _Backoff:
+    __slots__ = ("failures", "retry_at", "last_error")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.retry_at = 0.0
+        self.last_error: Exception | None = None
+
+
+class RemotingClient:
+    def __init__(self, config: ClientConfig):
+        self.config = config
+        self._connections: dict[str, Connection] = {}
+        self._connecting: dict[str, asyncio.Task] = {}
+        self._backoff: dict[str, _Backoff] = {}
+        self._opaque = itertools.count(1)
+        self._semaphore: asyncio.Semaphore | None = None
+        self._closed = False
+
+    # public API
+
+    async def invoke(
+        self,
+        address: str,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+    ) -> RemotingCommand:
+        requested = self.config.request_timeout if timeout is None else timeout
+        request = self._command(code, ext_fields, body)
+        async with self._limit():
+            connection = await self._connection(address, self._timeout(requested)[0])
+            wait, bound_by_deadline = self._timeout(requested)  # connecting used some of it
+            try:
+                return await connection.request(request, wait)
+            except RequestTimeout as exc:
+                if bound_by_deadline:
+                    raise DeadlineExceeded(f"deadline passed waiting for code {code}", address=address) from exc
+                raise
+
+    async def call(
+        self,
+        address: str,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+        accept: Iterable[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        """Like invoke, but a response code outside `accept` raises its typed BrokerError."""
+        response = await self.invoke(address, code, ext_fields, body, timeout=timeout)
+        if response.code not in accept:
+            raise broker_error(response.code, response.remark, address=address, request=_request_name(code))
+        return response
+
+    async def call_namesrv(self, code: int, ext_fields: dict[str, str] | None = None, **kwargs) -> RemotingCommand:
+        """Call the first name server that answers; on transport errors try the next."""
+        last: Exception | None = None
+        addresses = list(self.config.namesrv_addrs)
+        for address in addresses:
+            try:
+                return await self.call(address, code, ext_fields, **kwargs)
+            except DeadlineExceeded:
+                raise
+            except TransportError as exc:
+                last = exc
+        raise ConnectError(f"no name server answered ({', '.join(addresses)}): {last}") from last
+
+    async def oneway(
+        self, address: str, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b""
+    ) -> None:
+        timeout, _ = self._timeout(None)
+        request = self._command(code, ext_fields, body, flag=FLAG_ONEWAY)
+        connection = await self._connection(address, timeout)
+        connection.send_oneway(request)
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in self._connecting.values():
+            task.cancel()
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+        await asyncio.sleep(0)  # let transports run their close callbacks
+
+    # internals
+
+    def _timeout(self, timeout: float | None) -> tuple[float, bool]:
+        """The time a request may take: its own timeout, or less if the deadline is nearer."""
+        timeout = self.config.request_timeout if timeout is None else timeout
+        left = remaining_time()
+        if left is None or left >= timeout:
+            return timeout, False
+        if left <= 0:
+            raise DeadlineExceeded("deadline already passed")
+        return left, True
+
+    def _command(self, code: int, ext_fields: dict[str, str] | None, body: bytes, flag: int = 0) -> RemotingCommand:
+        ext = {k: v if isinstance(v, str) else _to_wire(v) for k, v in (ext_fields or {}).items() if v is not None}
+        if self.config.credentials is not None:
+            ext = sign(ext, body, self.config.credentials)
+        opaque = next(self._opaque) & 0x7FFFFFFF
+        return RemotingCommand(
+            code=code, opaque=opaque, flag=flag, ext_fields=ext, body=body, version=self.config.version
+        )
+
+    @contextlib.asynccontextmanager
+    async def _limit(self):
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.config.max_in_flight)
+        async with self._semaphore:
+            yield
+
+    async def _connection(self, address: str, timeout: float) -> Connection:
+        connection = self._connections.get(address)
+        if connection is not None and not connection.closed:
+            return connection
+        if self._closed:
+            raise ConnectError("client is closed", address=address)
+        task = self._connecting.get(address)
+        if task is None:
+            task = asyncio.ensure_future(self._connect(address))
+            self._connecting[address] = task
+            task.add_done_callback(lambda _t, a=address: self._connecting.pop(a, None))
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), min(timeout, self.config.connect_timeout))
+        except TimeoutError:
+            raise ConnectError(
+                f"connect timed out after {min(timeout, self.config.connect_timeout):.3f}s", address=address
+            ) from None
+
+    async def _connect(self, address: str) -> Connection:
+        state = self._backoff.setdefault(address, _Backoff())
+        now = time.monotonic()
+        if now < state.retry_at:
+            raise ConnectError(
+                f"not reconnecting for another {state.retry_at - now:.2f}s after: {state.last_error}", address=address
+            )
+        host, port = split_address(address)
+        loop = asyncio.get_running_loop()
+        try:
+            _, connection = await asyncio.wait_for(
+                loop.create_connection(lambda: Connection(address, max_frame=self.config.max_frame), host, port),
+                self.config.connect_timeout,
+            )
+        except (TimeoutError, OSError) as exc:
+            state.failures += 1
+            delay = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (state.failures - 1))
+            state.retry_at = time.monotonic() + delay * random.uniform(0.8, 1.0)
+            state.last_error = exc
+            raise ConnectError(f"cannot connect: {exc or type(exc).__name__}", address=address) from None
+        state.failures = 0
+        state.retry_at = 0.0
+        self._connections[address] = connection
+        return connection
+
+
+def _to_wire(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _request_name(code: int) -> str:
+    try:
+        return RequestCode(code).name
+    except ValueError:
+        return f"request {code}"
