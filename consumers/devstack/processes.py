@@ -1,0 +1,158 @@
+"""Child processes that cannot outlive us: the local cluster's JVMs, redis-server, Celery.
+
+Every child is started with PR_SET_PDEATHSIG = SIGKILL, so the kernel kills it when the
+Python process that started it dies for any reason (a failed test, Ctrl-C, SIGKILL of
+pytest). Graceful stops go to the child's own process group with SIGTERM, then SIGKILL
+after a grace period. Children must be started from a thread that lives as long as they
+should (the main thread): the death signal follows the thread that forked.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+_live: list[ManagedProcess] = []
+_handed_out: set[int] = set()
+_lock = threading.Lock()
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setpgid(0, 0)
+
+
+class StartupError(RuntimeError):
+    """A child did not become ready; the message carries the end of its log."""
+
+
+class ManagedProcess:
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        *,
+        log_path: Path,
+        cwd: Path | None = None,
+        env=None,
+        stdin=None,
+        pipe_stdout: bool = False,
+    ):
+        self.name = name
+        self.args = args
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # closed in stop()
+        self.popen = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if pipe_stdout else self._log,
+            stderr=self._log if pipe_stdout else subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        with _lock:
+            _live.append(self)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_for_log(self, marker: str, timeout: float) -> None:
+        """Wait until `marker` appears in the log; fail fast if the process dies."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if marker in self.log_path.read_text(errors="replace"):
+                return
+            if not self.alive():
+                raise StartupError(f"{self.name} exited with {self.popen.returncode}:\n{self.log_tail()}")
+            time.sleep(0.1)
+        raise StartupError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
+
+    def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise StartupError(f"{self.name} exited with {self.popen.returncode}:\n{self.log_tail()}")
+            with contextlib.suppress(Exception):
+                if check():
+                    return
+            time.sleep(0.1)
+        raise StartupError(f"{self.name}: {what} not true after {timeout:.0f}s:\n{self.log_tail()}")
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signum)
+
+    def stop(self, grace: float = 20.0) -> int | None:
+        """SIGTERM the process group, SIGKILL it after `grace` seconds; returns the exit code."""
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.popen.wait(10)
+        self.signal(signal.SIGKILL)  # anything the child left in its group
+        self._log.close()
+        with _lock:
+            if self in _live:
+                _live.remove(self)
+        return self.popen.returncode
+
+
+def stop_all(grace: float = 10.0) -> None:
+    with _lock:
+        live = list(reversed(_live))
+    for process in live:
+        process.stop(grace)
+
+
+atexit.register(stop_all)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> int:
+    """A free loopback port P such that P + each offset in `also_free` is free too (a broker
+    uses P, P-2 and P+1). Ports handed out before are skipped even if not bound yet."""
+    base = start or 20000 + (os.getpid() * 7) % 20000
+    with _lock:
+        for candidate in range(base, 60000):
+            ports = {candidate} | {candidate + offset for offset in also_free}
+            if ports & _handed_out:
+                continue
+            if all(1024 < p < 65535 and port_is_free(p) for p in ports):
+                _handed_out.update(ports)
+                return candidate
+    raise RuntimeError("no free port block found")

@@ -1,0 +1,138 @@
+"""Shared fixtures: a real local RocketMQ (two masters), mqadmin, the traffic harness, Redis.
+
+The cluster, mqadmin and Redis live for the whole session; each test uses its own topics and
+groups (see `names`), and the consumers a test starts are stopped when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from consumers.devstack.mqadmin import MQAdmin
+from consumers.devstack.processes import stop_all
+from consumers.devstack.redis import LocalRedis
+from consumers.devstack.rocketmq import LocalRocketMQ
+from consumers.devstack.runtime import ensure_runtime
+from consumers.devstack.traffic import Harness
+from consumers.rocketmq import AdminClient
+
+SESSION_DIR = Path(tempfile.mkdtemp(prefix="console-tests-"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    stop_all()  # whatever a failed fixture left running
+
+
+def run(coro):
+    """Run a coroutine to completion from a synchronous test."""
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="session")
+def rmq_runtime():
+    return ensure_runtime()
+
+
+@pytest.fixture(scope="session")
+def rocketmq(rmq_runtime):
+    cluster = LocalRocketMQ(rmq_runtime, broker_names=("broker-a", "broker-b"), base_dir=SESSION_DIR / "rocketmq")
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def namesrv(rocketmq) -> str:
+    return rocketmq.namesrv_addr
+
+
+@pytest.fixture(scope="session")
+def mqadmin(rmq_runtime, rocketmq):
+    admin = MQAdmin(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "mqadmin")
+    yield admin
+    admin.close()
+
+
+@pytest.fixture(scope="session")
+def session_harness(rmq_runtime, rocketmq):
+    harness = Harness(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "harness")
+    yield harness
+    harness.close()
+
+
+class ScopedTraffic:
+    """The session harness seen by one test: consumers it starts are stopped afterwards."""
+
+    def __init__(self, harness: Harness):
+        self.harness = harness
+        self.consumers = []
+
+    def produce(self, topic: str, count: int, **options):
+        return self.harness.produce(topic, count, **options)
+
+    def consume(self, group: str, topic: str, **options):
+        run = self.harness.consume(group, topic, **options)
+        self.consumers.append(run)
+        return run
+
+    def close(self) -> None:
+        for run in self.consumers:
+            if not run.events("stopped"):
+                if run.events("received") and any(e["result"] == "held" for e in run.deliveries):
+                    run.release()
+                run.stop()
+
+
+@pytest.fixture
+def traffic(session_harness):
+    wrapper = ScopedTraffic(session_harness)
+    yield wrapper
+    wrapper.close()
+
+
+@pytest.fixture
+def names():
+    """Unique topic and group names for one test."""
+    suffix = uuid.uuid4().hex[:8]
+
+    class Names:
+        def topic(self, label: str = "t") -> str:
+            return f"T-{label}-{suffix}"
+
+        def group(self, label: str = "g") -> str:
+            return f"G-{label}-{suffix}"
+
+    return Names()
+
+
+@pytest.fixture
+def create_topic(mqadmin):
+    """Create a topic on every master (queues per broker), as mqadmin updateTopic -c does."""
+
+    def create(topic: str, queues: int = 4, perm: int = 6) -> str:
+        mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues), "-p", str(perm))
+        return topic
+
+    return create
+
+
+@pytest.fixture
+def admin_client_factory(namesrv):
+    def make(**options) -> AdminClient:
+        return AdminClient(namesrv, **options)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    server = LocalRedis(SESSION_DIR / "redis")
+    os.environ["REDIS_URL"] = server.url
+    yield server
+    server.stop()
