@@ -21,6 +21,7 @@ from consumers.devstack.rocketmq import LocalRocketMQ
 from consumers.devstack.runtime import ensure_runtime
 from consumers.devstack.traffic import Harness
 from consumers.rocketmq import AdminClient
+from tests.support.scenarios import settle_groups
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="console-tests-"))
 
@@ -116,7 +117,9 @@ def create_topic(mqadmin):
     """Create a topic on every master (queues per broker), as mqadmin updateTopic -c does."""
 
     def create(topic: str, queues: int = 4, perm: int = 6) -> str:
-        mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues), "-p", str(perm))
+        mqadmin.run(
+            "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", str(queues), "-w", str(queues), "-p", str(perm)
+        )
         return topic
 
     return create
@@ -131,8 +134,29 @@ def admin_client_factory(namesrv):
 
 
 @pytest.fixture(scope="session")
+def settled(session_harness, mqadmin):
+    """Healthy, lagging, failing and stalled groups at rest on one topic (read-only: tests
+    that change offsets make their own groups)."""
+    groups = settle_groups(session_harness, mqadmin)
+    yield groups
+    groups.stalled.release()
+    for consumer in groups.all:
+        if not consumer.events("stopped"):
+            consumer.stop()
+
+
+@pytest.fixture(scope="session")
 def redis_server():
     server = LocalRedis(SESSION_DIR / "redis")
     os.environ["REDIS_URL"] = server.url
     yield server
     server.stop()
+
+
+# Hypothesis: 300 examples per property by default, 1000 in CI (HYPOTHESIS_PROFILE=ci).
+# The deadline catches hangs and pathological slow paths without flaking on a busy machine.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("default", max_examples=300, deadline=2000)
+_hypothesis_settings.register_profile("ci", max_examples=1000, deadline=2000, print_blob=True)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

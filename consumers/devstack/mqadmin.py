@@ -265,3 +265,17 @@ def parse_reset_offset(text: str) -> dict[tuple[str, int], int]:
 
 def parse_topic_list(text: str) -> list[str]:
     return sorted(line.strip() for line in text.splitlines() if line.strip() and " " not in line.strip())
+
+
+def parse_consumer_config(text: str) -> dict[str, dict[str, str]]:
+    """getConsumerConfig: broker name -> {key: value}, from '=== Cluster:broker ===' sections."""
+    result: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        header = re.match(r"^=+([^=:]+):([^=]+?)=+$", line.strip())
+        if header:
+            current = result.setdefault(header.group(2), {})
+        elif current is not None and "=" in line:
+            key, _, value = line.partition("=")
+            current[key.strip()] = value.strip()
+    return result

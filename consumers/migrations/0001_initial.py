@@ -6,30 +6,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Cluster',
+            name="Cluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('namesrv_addrs', models.CharField(help_text="host:port, several separated by ';'", max_length=500, validators=[consumers.models.validate_namesrv_addrs], verbose_name='name servers')),
-                ('access_key', models.CharField(blank=True, help_text='ACL access key, if the cluster uses ACL', max_length=200)),
-                ('secret_key', models.CharField(blank=True, help_text='ACL secret key; never shown again', max_length=200)),
-                ('read_only', models.BooleanField(default=False, help_text='No resets or redrives on this cluster')),
-                ('poll_interval', models.PositiveIntegerField(default=15, validators=[django.core.validators.MinValueValidator(5), django.core.validators.MaxValueValidator(3600)], verbose_name='poll interval (s)')),
-                ('enabled', models.BooleanField(default=True, help_text='Poll this cluster')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                (
+                    "namesrv_addrs",
+                    models.CharField(
+                        help_text="host:port, several separated by ';'",
+                        max_length=500,
+                        validators=[consumers.models.validate_namesrv_addrs],
+                        verbose_name="name servers",
+                    ),
+                ),
+                (
+                    "access_key",
+                    models.CharField(blank=True, help_text="ACL access key, if the cluster uses ACL", max_length=200),
+                ),
+                (
+                    "secret_key",
+                    models.CharField(blank=True, help_text="ACL secret key; never shown again", max_length=200),
+                ),
+                ("read_only", models.BooleanField(default=False, help_text="No resets or redrives on this cluster")),
+                (
+                    "poll_interval",
+                    models.PositiveIntegerField(
+                        default=15,
+                        validators=[
+                            django.core.validators.MinValueValidator(5),
+                            django.core.validators.MaxValueValidator(3600),
+                        ],
+                        verbose_name="poll interval (s)",
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True, help_text="Poll this cluster")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
-                'permissions': [('view_console', 'Can view clusters, consumer groups and statistics'), ('request_change', 'Can request offset resets and DLQ redrives'), ('approve_change', 'Can approve offset resets and DLQ redrives')],
+                "ordering": ["name"],
+                "permissions": [
+                    ("view_console", "Can view clusters, consumer groups and statistics"),
+                    ("request_change", "Can request offset resets and DLQ redrives"),
+                    ("approve_change", "Can approve offset resets and DLQ redrives"),
+                ],
             },
         ),
     ]

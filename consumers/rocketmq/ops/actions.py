@@ -253,7 +253,7 @@ class Actions(Operations):
         route = await self.client.topology.topic_route(topic, max_age=0)
         masters = route.master_addrs()
         changed = []
-        for queue_data in route.queue_datas:
+        for queue_data in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if Perm.readable(queue_data.perm) or queue_data.broker_name not in masters:
                 continue
             address = masters[queue_data.broker_name]
