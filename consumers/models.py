@@ -72,3 +72,29 @@ class Cluster(models.Model):
     @property
     def uses_acl(self) -> bool:
         return bool(self.access_key)
+
+
+class HealthOverride(models.Model):
+    """Per-group health thresholds; empty fields keep the defaults (HEALTH_* settings)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="health_overrides")
+    group = models.CharField(max_length=255)
+    window_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(30)])
+    stall_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(5)])
+    min_lag = models.PositiveIntegerField(null=True, blank=True, help_text="lag below this is not 'behind'")
+    retry_rate_per_minute = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "group"], name="one_override_per_group")]
+        ordering = ["cluster", "group"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.group}"
+
+    def as_overrides(self) -> dict:
+        return {
+            "window_seconds": self.window_seconds,
+            "stall_seconds": self.stall_seconds,
+            "min_lag": self.min_lag,
+            "retry_rate_per_minute": self.retry_rate_per_minute,
+        }

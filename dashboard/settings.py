@@ -167,6 +167,11 @@ CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    # cheap: finds the clusters whose poll interval has passed and enqueues their polls
+    "dispatch-polls": {"task": "consumers.tasks.dispatch_polls", "schedule": 2.0},
+    "maintain-history": {"task": "consumers.tasks.maintain_history", "schedule": 600.0},
+}
 
 # RocketMQ
 # The cluster the demo (and a fresh install) starts with; more are added in the admin.
@@ -174,10 +179,24 @@ ROCKETMQ_DEFAULT_CLUSTER_NAME = env_str("ROCKETMQ_CLUSTER_NAME", "local")
 ROCKETMQ_DEFAULT_NAMESRV = env_str("ROCKETMQ_NAMESRV", "127.0.0.1:9876")
 ROCKETMQ_POLL_INTERVAL = env_int("ROCKETMQ_POLL_INTERVAL", 15)
 ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
+# A poll of one cluster never takes longer than this; what it could not read is marked.
+ROCKETMQ_POLL_DEADLINE = env_int("ROCKETMQ_POLL_DEADLINE", 12)
+ROCKETMQ_POLL_CONCURRENCY = env_int("ROCKETMQ_POLL_CONCURRENCY", 64)
+# Lag-in-seconds lookups (one message read each) a poll may make beyond its cache.
+ROCKETMQ_LAGTIME_BUDGET = env_int("ROCKETMQ_LAGTIME_BUDGET", 256)
+
+# Health thresholds; per-group overrides live in HealthOverride.
+HEALTH_WINDOW_SECONDS = env_int("HEALTH_WINDOW_SECONDS", 300)
+HEALTH_STALL_SECONDS = env_int("HEALTH_STALL_SECONDS", 60)
+HEALTH_MIN_SAMPLES = env_int("HEALTH_MIN_SAMPLES", 3)
+HEALTH_MIN_LAG = env_int("HEALTH_MIN_LAG", 1)
+HEALTH_RETRY_RATE_PER_MINUTE = float(env_str("HEALTH_RETRY_RATE_PER_MINUTE", "60"))
 
 # History of polled snapshots (Parquet), read by the nightly statistics and the lag charts.
 HISTORY_DIR = Path(env_str("HISTORY_DIR", str(VAR_DIR / "history")))
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 30)
+HISTORY_FLUSH_ROWS = env_int("HISTORY_FLUSH_ROWS", 200_000)
+HISTORY_FLUSH_SECONDS = env_int("HISTORY_FLUSH_SECONDS", 300)
 
 LOGGING = {
     "version": 1,

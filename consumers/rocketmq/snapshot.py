@@ -21,6 +21,7 @@ from .models import (
     ConsumerConnection,
     ConsumerRunningInfo,
     MessageQueue,
+    TopicOffset,
     TopicStatsTable,
     is_system_group,
 )
@@ -81,6 +82,8 @@ class GroupProgress:
     running_info: dict[str, ConsumerRunningInfo] = field(default_factory=dict)
     brokers: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # min and max offset of every queue seen, also those only the clients report (broadcasting)
+    bounds: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
 
     @property
     def topics(self) -> list[str]:
@@ -172,9 +175,10 @@ async def group_progress(
         if stats.consume_tps is not None:
             tps_parts.append(stats.consume_tps)
     result.consume_tps = sum(tps_parts) if tps_parts else None
-    min_offsets = await _min_offsets(cache, offsets, result)
     if running_info and result.online and isinstance(connection_broker, str):
         await _running_info(client, group, connection_broker, result)
+    held = {mq for info in result.running_info.values() for mq in info.mq_table}
+    result.bounds = await _queue_bounds(cache, set(offsets) | held, result)
     holders = _holders(result.running_info)
     result.queues = [
         QueueProgress(
@@ -183,7 +187,7 @@ async def group_progress(
             queue_id=mq.queue_id,
             broker_offset=w.broker_offset,
             consumer_offset=w.consumer_offset,
-            min_offset=min_offsets.get(mq),
+            min_offset=result.bounds[mq].min_offset if mq in result.bounds else None,
             pull_offset=w.pull_offset,
             last_consume_time=w.last_timestamp or None,
             clients=holders.get(mq, ()),
@@ -228,19 +232,19 @@ async def _connection(client, group: str, result: GroupProgress) -> str | None:
     return None
 
 
-async def _min_offsets(cache: SnapshotCache, offsets: dict, result: GroupProgress) -> dict[MessageQueue, int]:
-    wanted = sorted({(mq.topic, mq.broker_name) for mq in offsets if mq.broker_name in result.brokers})
+async def _queue_bounds(cache: SnapshotCache, queues: set, result: GroupProgress) -> dict[MessageQueue, TopicOffset]:
+    wanted = sorted({(mq.topic, mq.broker_name) for mq in queues if mq.broker_name in result.brokers})
     answers = await asyncio.gather(
         *(cache.topic_stats(topic, result.brokers[broker]) for topic, broker in wanted), return_exceptions=True
     )
-    min_offsets = {}
+    bounds = {}
     for (topic, broker), answer in zip(wanted, answers, strict=True):
         if isinstance(answer, BaseException):
             _reraise_unexpected(answer)
             result.problems.append(Problem.of("topic-stats", f"{topic}@{broker}", answer))
             continue
-        min_offsets.update({mq: o.min_offset for mq, o in answer.offsets.items()})
-    return min_offsets
+        bounds.update({mq: o for mq, o in answer.offsets.items() if mq in queues})
+    return bounds
 
 
 async def _running_info(client, group: str, address: str, result: GroupProgress) -> None:
