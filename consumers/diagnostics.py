@@ -119,23 +119,25 @@ def _duplicate_client_ids(progress: GroupProgress) -> list[Diagnostic]:
 
 
 def _unheld_queues(progress: GroupProgress) -> list[Diagnostic]:
-    held = {q.queue for q in progress.main_queues if q.clients}
-    unheld = [q for q in progress.main_queues if q.queue not in held]
+    topics = set(progress.topics) | {mq.topic for mq in progress.uncommitted}
+    held = {mq for info in progress.running_info.values() for mq, q in info.mq_table.items() if not q.dropped}
+    queues = sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+    unheld = [mq for mq in queues if mq not in held and mq.topic in topics]
     if not unheld or not progress.running_info:
         return []
-    labels = ", ".join(str(q.queue) for q in unheld[:6]) + (" ..." if len(unheld) > 6 else "")
+    labels = ", ".join(str(mq) for mq in unheld[:6]) + (" ..." if len(unheld) > 6 else "")
     return [
         Diagnostic(
             "unheld-queues",
             "warn",
-            f"{len(unheld)} of {len(progress.main_queues)} queue(s) are held by no client while "
+            f"{len(unheld)} of {len(queues)} queue(s) are held by no client while "
             f"{len(progress.running_info)} client(s) are online: {labels}",
         )
     ]
 
 
 def _clients_without_queues(progress: GroupProgress) -> list[Diagnostic]:
-    topics = set(progress.topics)
+    topics = set(progress.topics) | {mq.topic for mq in progress.uncommitted}
     idle = [
         client_id
         for client_id, info in sorted(progress.running_info.items())
@@ -148,7 +150,8 @@ def _clients_without_queues(progress: GroupProgress) -> list[Diagnostic]:
             "clients-without-queues",
             "warn",
             f"{len(idle)} client(s) hold no queue ({', '.join(idle)}): the group has "
-            f"{len(progress.running_info)} clients for {len(progress.main_queues)} queues, so they stand idle.",
+            f"{len(progress.running_info)} clients for {len(progress.main_queues) + len(progress.uncommitted)} "
+            "queues, so they stand idle.",
         )
     ]
 

@@ -44,9 +44,10 @@ def build_document(
     if any(p.scope == "group" for p in progress.problems):
         return _carry_over(progress, previous)
     queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
+    queues += [_uncommitted_row(progress, mq) for mq in progress.uncommitted]
     queues += _stale_queues(progress, previous)
     queues.sort(key=lambda r: (r["retry"], r["topic"], r["broker"], r["queue_id"]))
-    main = [q for q in queues if not q["retry"]]
+    main = [q for q in queues if not q["retry"] and q["lag"] is not None]
     retry = [q for q in queues if q["retry"]]
     measured = [q["lag_seconds"] for q in main if q["lag"] > 0]
     connection = progress.connection
@@ -64,7 +65,7 @@ def build_document(
         "retry_lag": sum(q["lag"] for q in retry) if retry or progress.complete else None,
         # the worst queue; unknown as soon as one lagging queue could not be measured
         "lag_seconds": (max(measured) if measured else 0.0) if None not in measured else None,
-        "lag_partial": any(q["stale_reason"] for q in queues),
+        "lag_partial": any(q["stale_reason"] or q["lag"] is None for q in queues),
         "consume_tps": progress.consume_tps,
         "dlq_count": dlq_count,
         "queues": queues,
@@ -97,6 +98,29 @@ def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> dict:
         "last_consume_ms": q.last_consume_time,
         "clients": list(q.clients),
         "expired": q.offset_expired,
+        "as_of": progress.fetched_at,
+        "stale_reason": None,
+    }
+
+
+def _uncommitted_row(progress: GroupProgress, mq) -> dict:
+    bound = progress.bounds.get(mq)
+    holders = [c for c, info in sorted(progress.running_info.items()) if mq in info.mq_table]
+    return {
+        "topic": mq.topic,
+        "broker": mq.broker_name,
+        "queue_id": mq.queue_id,
+        "retry": False,
+        "min": bound.min_offset if bound else None,
+        "max": bound.max_offset if bound else None,
+        "consumer": None,
+        "lag": None,
+        "lag_seconds": None,
+        "lag_seconds_note": "no committed offset: nobody has consumed this queue yet",
+        "pull": None,
+        "last_consume_ms": None,
+        "clients": holders,
+        "expired": None,
         "as_of": progress.fetched_at,
         "stale_reason": None,
     }
@@ -152,7 +176,7 @@ def sample(doc: dict, polled_at: float) -> Sample:
     """The health sample of this poll. A carried-over document is unknown at this poll."""
     if doc.get("stale"):
         return Sample(t=polled_at, online=None, lag=None, complete=False)
-    main = [q for q in doc["queues"] if not q["retry"]]
+    main = [q for q in doc["queues"] if not q["retry"] and q["lag"] is not None]
     retry = [q for q in doc["queues"] if q["retry"]]
     return Sample(
         t=polled_at,

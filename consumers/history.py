@@ -4,7 +4,7 @@ Layout under HISTORY_DIR (hive-style partitions, readable by pyarrow.dataset and
 
     queue_offsets/cluster=<name>/date=<YYYY-MM-DD>/part-<first ts>-<id>.parquet
     group_stats/cluster=<name>/date=<YYYY-MM-DD>/part-<first ts>-<id>.parquet
-    _staging/<table>/cluster=<name>/<ts>-<id>.arrow       (not yet flushed, Arrow IPC)
+    _staging/<table>/cluster=<name>/<ts>-<rows>-<id>.arrow   (not yet flushed, Arrow IPC)
 
 Each poll appends its rows to staging; once a cluster has FLUSH_ROWS staged rows or the
 oldest staged file is FLUSH_SECONDS old, they are written as one Parquet file per date,
@@ -165,28 +165,20 @@ class HistoryStore:
     def _stage(self, cluster: str, name: str, table: pa.Table) -> None:
         directory = self._staging_dir(cluster, name)
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}.arrow"
+        # the name carries the time and row count, so deciding to flush reads no file
+        path = directory / f"{int(time.time() * 1000):013d}-{table.num_rows}-{uuid.uuid4().hex[:8]}.arrow"
         tmp = path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         os.replace(tmp, path)  # readers never see a half-written file
 
     def _flush_due(self, cluster: str) -> bool:
-        staged = sorted(self._staging_dir(cluster, "group_stats").glob("*.arrow")) + sorted(
-            self._staging_dir(cluster, "queue_offsets").glob("*.arrow")
-        )
+        staged = [p.name.split("-") for name in SCHEMAS for p in self._staging_dir(cluster, name).glob("*.arrow")]
         if not staged:
             return False
-        oldest = min(int(p.name.split("-")[0]) for p in staged) / 1000
-        if time.time() - oldest >= self.flush_seconds:
-            return True
-        rows = 0
-        for path in self._staging_dir(cluster, "queue_offsets").glob("*.arrow"):
-            with pa.memory_map(str(path)) as source:
-                rows += ipc.open_file(source).read_all().num_rows
-            if rows >= self.flush_rows:
-                return True
-        return False
+        oldest = min(int(parts[0]) for parts in staged) / 1000
+        rows = sum(int(parts[1]) for parts in staged)
+        return time.time() - oldest >= self.flush_seconds or rows >= self.flush_rows
 
     def _flush(self, cluster: str) -> int:
         written = 0

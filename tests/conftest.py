@@ -160,3 +160,87 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 _hypothesis_settings.register_profile("default", max_examples=300, deadline=2000)
 _hypothesis_settings.register_profile("ci", max_examples=1000, deadline=2000, print_blob=True)
 _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def redis(redis_server, settings):
+    """A clean Redis database for one test, used by the code under test too."""
+    from consumers.redis_client import get_redis
+
+    settings.REDIS_URL = redis_server.url
+    client = get_redis()
+    client.flushdb()
+    return client
+
+
+@pytest.fixture
+def history_dir(tmp_path, settings):
+    settings.HISTORY_DIR = tmp_path / "history"
+    return settings.HISTORY_DIR
+
+
+PASSWORD = "a-long-test-password-1"
+
+
+@pytest.fixture
+def personas(db):
+    """One user per role, and one with no role at all."""
+    from django.contrib.auth import get_user_model
+
+    from consumers.services.users import create_or_update_user
+
+    users = {role: create_or_update_user(role, role, PASSWORD) for role in ("viewer", "operator", "approver", "admin")}
+    users["nobody"] = get_user_model().objects.create_user("nobody", password=PASSWORD)
+    return users
+
+
+@pytest.fixture
+def viewer_client(client, personas):
+    client.force_login(personas["viewer"])
+    return client
+
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, driven by Playwright (no downloaded browser).
+
+    Playwright's sync API keeps an event loop marked as running in this thread, which makes
+    Django refuse ORM calls here; browser tests allow them (they run nothing concurrently)
+    and run anything using asyncio in another thread (see in_thread)."""
+    from playwright.sync_api import sync_playwright
+
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+def in_thread(function, *args):
+    """Call `function` in a thread of its own and return its result (or raise its error)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(function, *args).result()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    yield page
+    context.close()

@@ -8,6 +8,7 @@ bounded and report the end of the process log when they fail.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -164,7 +165,7 @@ class LocalRocketMQ:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if asyncio.run(registered()):
+            if run_coroutine(registered):
                 return
             time.sleep(0.2)
         raise StartupError(f"brokers {sorted(names)} not registered with {self.namesrv_addr} after {timeout:.0f}s")
@@ -185,6 +186,17 @@ class LocalRocketMQ:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def run_coroutine(factory):
+    """asyncio.run(factory()), also from a thread whose event loop is already running (such
+    as one Playwright's sync API drives): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
 
 
 def _write_properties(path: Path, values: dict[str, str]) -> None:

@@ -84,6 +84,9 @@ class GroupProgress:
     problems: list[Problem] = field(default_factory=list)
     # min and max offset of every queue seen, also those only the clients report (broadcasting)
     bounds: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+    # queues of the topics an online group subscribes to that have no committed offset: the
+    # broker's consume stats leave them out, yet they may be exactly the ones nobody consumes
+    uncommitted: list[MessageQueue] = field(default_factory=list)
 
     @property
     def topics(self) -> list[str]:
@@ -177,8 +180,9 @@ async def group_progress(
     result.consume_tps = sum(tps_parts) if tps_parts else None
     if running_info and result.online and isinstance(connection_broker, str):
         await _running_info(client, group, connection_broker, result)
+    result.uncommitted = await _uncommitted_queues(client, result, set(offsets))
     held = {mq for info in result.running_info.values() for mq in info.mq_table}
-    result.bounds = await _queue_bounds(cache, set(offsets) | held, result)
+    result.bounds = await _queue_bounds(cache, set(offsets) | held | set(result.uncommitted), result)
     holders = _holders(result.running_info)
     result.queues = [
         QueueProgress(
@@ -230,6 +234,21 @@ async def _connection(client, group: str, result: GroupProgress) -> str | None:
     if last_error is not None:
         result.problems.append(Problem.of("connection", group, last_error))
     return None
+
+
+async def _uncommitted_queues(client, result: GroupProgress, committed: set) -> list[MessageQueue]:
+    if not result.online or result.connection is None:
+        return []
+    topics = sorted(t for t in result.connection.subscriptions if not t.startswith(RETRY_PREFIX))
+    missing = []
+    for topic in topics:
+        try:
+            route = await client.topology.topic_route(topic)
+        except RocketMQError as exc:
+            result.problems.append(Problem.of("route", topic, exc))
+            continue
+        missing += [mq for mq in route.read_queues() if mq not in committed and mq.broker_name in result.brokers]
+    return missing
 
 
 async def _queue_bounds(cache: SnapshotCache, queues: set, result: GroupProgress) -> dict[MessageQueue, TopicOffset]:

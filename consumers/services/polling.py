@@ -225,8 +225,8 @@ def history_tables(docs: dict[str, dict]) -> dict[str, pa.Table]:
         ):
             group_rows[name].append(value)
         for q in doc["queues"]:
-            if q["stale_reason"]:
-                continue
+            if q["stale_reason"] or q["consumer"] is None:
+                continue  # carried over, or no committed offset: nothing was read
             for name, value in (
                 ("ts", ts),
                 ("group", doc["group"]),

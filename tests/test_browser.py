@@ -1,0 +1,96 @@
+"""Click through the console in headless Chromium against the real cluster."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from consumers.devstack.mqadmin import parse_consumer_progress
+from consumers.models import Cluster
+from consumers.services.polling import poll_cluster
+from tests.conftest import PASSWORD, in_thread
+
+# transactional: the live server runs in another thread; serialized rollback keeps the role
+# groups the migration created across tests
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.broker,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+
+
+@pytest.fixture
+def polled(browser, redis, history_dir, namesrv, settled, personas):
+    cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    in_thread(poll_cluster, cluster)
+    return cluster
+
+
+def log_in(page, base: str) -> None:
+    page.goto(base + "/groups/")
+    assert "/login/" in page.url
+    page.fill("#id_username", "viewer")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base + "/groups/")
+
+
+def test_log_in_filter_open_a_group_and_see_a_refresh_without_reload(page, live_server, polled, settled, mqadmin):
+    base = live_server.url
+    group = settled.stalled.group
+    log_in(page, base)
+    assert page.locator("tr[data-group]").count() >= 4
+
+    page.fill("input[name=q]", group)
+    page.click("#group-filters button[type=submit]")
+    page.wait_for_url(f"**/groups/?q={group}**")
+    rows = page.locator("tr[data-group]")
+    assert rows.count() == 1 and rows.first.get_attribute("data-group") == group
+
+    rows.first.locator("a").click()
+    page.wait_for_selector("#queues")
+    shown = [
+        (
+            row.get_attribute("data-topic"),
+            row.get_attribute("data-broker"),
+            int(row.get_attribute("data-queue")),
+            int(row.locator("td.max").inner_text().replace(",", "")),
+            int(row.locator("td.consumer").inner_text().replace(",", "")),
+            int(row.locator("td.lag").inner_text().split()[0].replace(",", "")),
+        )
+        for row in page.locator("tr.queue").all()
+    ]
+    theirs = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out)
+    assert sorted(shown) == sorted(
+        (r.topic, r.broker, r.queue_id, r.broker_offset, r.consumer_offset, r.diff) for r in theirs.rows
+    )
+
+    page.evaluate("window.__sameDocument = 42")
+    before = page.locator(".as-of").inner_text()
+    in_thread(poll_cluster, polled)  # new data; the page refreshes its state by itself (htmx, every 5 s)
+    page.wait_for_function(f"document.querySelector('.as-of').innerText !== {before!r}", timeout=20_000)
+    assert page.evaluate("window.__sameDocument") == 42  # swapped in place: no reload
+    page.wait_for_selector("#lag-chart .main-svg, #lag-chart p", timeout=20_000)
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"]) / "group-detail.png"), full_page=True)
+
+
+def test_the_table_refresh_pauses_while_the_tab_is_hidden(page, live_server, polled):
+    log_in(page, live_server.url)
+    page.wait_for_selector("#groups")
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if "/groups/" in r.url else None)
+    page.evaluate(
+        "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    page.wait_for_timeout(6_500)
+    assert requests == []  # hidden: the 5 s refresh skipped its turn
+    page.evaluate(
+        "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    page.wait_for_timeout(1_000)
+    assert requests  # visible again: refreshed at once

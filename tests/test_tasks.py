@@ -1,0 +1,53 @@
+"""Dispatching polls and the per-cluster lock: no overlap, one poll per interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from consumers import snapshots, tasks
+from consumers.models import Cluster
+from consumers.services.dispatch import claim_due_clusters
+from consumers.services.polling import poll_cluster
+
+
+@pytest.fixture
+def clusters(db):
+    return (
+        Cluster.objects.create(name="a", namesrv_addrs="127.0.0.1:1", poll_interval=15),
+        Cluster.objects.create(name="b", namesrv_addrs="127.0.0.1:2", poll_interval=30),
+        Cluster.objects.create(name="off", namesrv_addrs="127.0.0.1:3", enabled=False),
+    )
+
+
+def test_a_cluster_is_claimed_once_per_interval(clusters, redis):
+    a, b, _ = clusters
+    assert claim_due_clusters(redis) == [a.pk, b.pk]
+    assert claim_due_clusters(redis) == []  # not due again before its interval
+    assert 13 < redis.ttl(snapshots.key(a.pk, "due")) <= 15 and 28 < redis.ttl(snapshots.key(b.pk, "due")) <= 30
+    redis.delete(snapshots.key(a.pk, "due"))  # its interval has passed
+    assert claim_due_clusters(redis) == [a.pk]
+
+
+def test_the_dispatcher_enqueues_the_due_polls(clusters, redis, monkeypatch):
+    queued = []
+    monkeypatch.setattr(tasks.poll_cluster, "delay", queued.append)
+    assert tasks.dispatch_polls() == queued == [clusters[0].pk, clusters[1].pk]
+
+
+def test_a_poll_does_not_start_while_another_runs(clusters, redis):
+    redis.set(snapshots.key(clusters[0].pk, "lock"), "someone-else")
+    assert poll_cluster(clusters[0]).status == "skipped"
+
+
+def test_a_poll_of_an_unreachable_cluster_fails_cleanly_and_releases_its_lock(clusters, redis, history_dir, settings):
+    settings.ROCKETMQ_POLL_DEADLINE = 2
+    result = poll_cluster(clusters[0])
+    assert result.status == "failed" and "no name server answered" in result.error
+    assert redis.get(snapshots.key(clusters[0].pk, "lock")) is None
+    meta = snapshots.read_meta(redis, clusters[0].pk)
+    assert meta["status"] == "failed" and "last_success_at" not in meta
+
+
+def test_the_poll_task_ignores_clusters_that_are_gone_or_disabled(clusters, redis):
+    assert tasks.poll_cluster.run(clusters[2].pk) == "gone"
+    assert tasks.poll_cluster.run(999_999) == "gone"
