@@ -6,7 +6,6 @@ groups (see `names`), and the consumers a test starts are stopped when it ends.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
 import uuid
@@ -17,7 +16,7 @@ import pytest
 from consumers.devstack.mqadmin import MQAdmin
 from consumers.devstack.processes import stop_all
 from consumers.devstack.redis import LocalRedis
-from consumers.devstack.rocketmq import LocalRocketMQ
+from consumers.devstack.rocketmq import LocalRocketMQ, run_coroutine
 from consumers.devstack.runtime import ensure_runtime
 from consumers.devstack.traffic import Harness
 from consumers.rocketmq import AdminClient
@@ -32,7 +31,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 def run(coro):
     """Run a coroutine to completion from a synchronous test."""
-    return asyncio.run(coro)
+    return run_coroutine(lambda: coro)
 
 
 @pytest.fixture(scope="session")
@@ -187,8 +186,9 @@ def personas(db):
     """One user per role, and one with no role at all."""
     from django.contrib.auth import get_user_model
 
-    from consumers.services.users import create_or_update_user
+    from consumers.services.users import create_or_update_user, ensure_roles
 
+    ensure_roles()  # transactional tests start from an emptied database
     users = {role: create_or_update_user(role, role, PASSWORD) for role in ("viewer", "operator", "approver", "admin")}
     users["nobody"] = get_user_model().objects.create_user("nobody", password=PASSWORD)
     return users
@@ -211,13 +211,14 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium, driven by Playwright (no downloaded browser).
 
-    Playwright's sync API keeps an event loop marked as running in this thread, which makes
-    Django refuse ORM calls here; browser tests allow them (they run nothing concurrently)
-    and run anything using asyncio in another thread (see in_thread)."""
+    Playwright's sync API keeps an event loop marked as running in this thread while it is
+    open, which makes Django refuse ORM calls here: browser tests allow them (they run
+    nothing concurrently) and run anything using asyncio in another thread (see in_thread).
+    Module scope: the loop ends with the browser module, not the whole session."""
     from playwright.sync_api import sync_playwright
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -198,7 +198,8 @@ def test_history_files_hold_what_the_polls_stored(cluster, redis, settled):
     queues, groups = pq.read_table(queue_file), pq.read_table(group_file)
     assert queues.schema.equals(QUEUE_OFFSETS) and groups.schema.equals(GROUP_STATS)
     lagging = docs[settled.lagging.group]
-    last_ts = max(groups["ts"].to_pylist())
+    # each group carries the time it was read; compare the lagging group's last poll
+    last_ts = max(r["ts"] for r in groups.to_pylist() if r["group"] == settled.lagging.group)
     rows = [r for r in groups.to_pylist() if r["group"] == settled.lagging.group and r["ts"] == last_ts]
     assert [(r["lag"], r["online"], r["health"]) for r in rows] == [(lagging["lag"], False, lagging["health"]["state"])]
     queue_rows = [r for r in queues.to_pylist() if r["group"] == settled.lagging.group and r["ts"] == last_ts]

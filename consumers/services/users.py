@@ -7,11 +7,22 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 
-from ..roles import ROLES
+from ..roles import ROLE_PERMISSIONS, ROLES
 
 
 class RoleError(ValueError):
     pass
+
+
+@transaction.atomic
+def ensure_roles() -> None:
+    """Create any missing role group and give each its permissions (what migration 0002
+    does; for databases emptied since, such as transactional test databases)."""
+    from django.contrib.auth.models import Permission
+
+    for role, codenames in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        group.permissions.set(Permission.objects.filter(content_type__app_label="consumers", codename__in=codenames))
 
 
 @transaction.atomic
