@@ -43,14 +43,17 @@ def build_document(
     """The detail document of one group from this poll, health still to be set."""
     if any(p.scope == "group" for p in progress.problems):
         return _carry_over(progress, previous)
+    model = message_model(progress)
+    broadcast = broadcast_offsets(progress) if model == "BROADCASTING" else None
     queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
-    queues += [_uncommitted_row(progress, mq) for mq in progress.uncommitted]
+    queues += [_uncommitted_row(progress, mq, broadcast) for mq in progress.uncommitted]
     queues += _stale_queues(progress, previous)
     queues.sort(key=lambda r: (r["retry"], r["topic"], r["broker"], r["queue_id"]))
     main = [q for q in queues if not q["retry"] and q["lag"] is not None]
     retry = [q for q in queues if q["retry"]]
     measured = [q["lag_seconds"] for q in main if q["lag"] > 0]
     connection = progress.connection
+    subscribed = sorted(t for t in (connection.subscriptions if connection else {}) if not t.startswith("%RETRY%"))
     doc = {
         "group": progress.group,
         "as_of": progress.fetched_at,
@@ -58,10 +61,10 @@ def build_document(
         "stale_reason": None,
         "online": progress.online,
         "clients": len(connection.connections) if connection else (0 if progress.online is False else None),
-        "message_model": message_model(progress),
+        "message_model": model,
         "consume_type": connection.consume_type if connection else None,
-        "topics": progress.topics or (previous or {}).get("topics", []),
-        "lag": sum(q["lag"] for q in main) if main or progress.complete else None,
+        "topics": progress.topics or subscribed or (previous or {}).get("topics", []),
+        "lag": _group_lag(main, broadcast, progress.complete),
         "retry_lag": sum(q["lag"] for q in retry) if retry or progress.complete else None,
         # the worst queue; unknown as soon as one lagging queue could not be measured
         "lag_seconds": (max(measured) if measured else 0.0) if None not in measured else None,
@@ -75,7 +78,7 @@ def build_document(
             {"client_id": c.client_id, "addr": c.client_addr, "language": c.language, "version": c.version_name}
             for c in (connection.connections if connection else [])
         ],
-        "broadcast": broadcast_offsets(progress) if message_model(progress) == "BROADCASTING" else None,
+        "broadcast": broadcast,
         "problems": [{"scope": p.scope, "target": p.target, "error": p.error} for p in progress.problems],
     }
     doc["warnings"] = sum(1 for d in doc["diagnostics"] if d["severity"] == "warn")
@@ -103,9 +106,26 @@ def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> dict:
     }
 
 
-def _uncommitted_row(progress: GroupProgress, mq) -> dict:
+def _group_lag(main: list[dict], broadcast: dict | None, complete: bool) -> int | None:
+    if broadcast:
+        # every client consumes everything: the group is as far behind as its slowest client
+        totals = [sum(r["lag"] for r in rows) for rows in broadcast.values() if all(r["lag"] is not None for r in rows)]
+        return max(totals) if totals and len(totals) == len(broadcast) else None
+    return sum(q["lag"] for q in main) if main or complete else None
+
+
+def _uncommitted_row(progress: GroupProgress, mq, broadcast: dict | None) -> dict:
     bound = progress.bounds.get(mq)
     holders = [c for c, info in sorted(progress.running_info.items()) if mq in info.mq_table]
+    label = queue_label(mq.topic, mq.broker_name, mq.queue_id)
+    per_client = [r for rows in (broadcast or {}).values() for r in rows if r["queue"] == label]
+    if per_client and all(r["lag"] is not None for r in per_client):
+        # broadcasting: the offsets live on the clients; show the slowest one
+        consumer, lag = min(r["commit_offset"] for r in per_client), max(r["lag"] for r in per_client)
+        note = "broadcasting: the slowest client's position (see offsets per client)"
+    else:
+        consumer, lag = None, None
+        note = "no committed offset: nobody has consumed this queue yet"
     return {
         "topic": mq.topic,
         "broker": mq.broker_name,
@@ -113,10 +133,10 @@ def _uncommitted_row(progress: GroupProgress, mq) -> dict:
         "retry": False,
         "min": bound.min_offset if bound else None,
         "max": bound.max_offset if bound else None,
-        "consumer": None,
-        "lag": None,
+        "consumer": consumer,
+        "lag": lag,
         "lag_seconds": None,
-        "lag_seconds_note": "no committed offset: nobody has consumed this queue yet",
+        "lag_seconds_note": note,
         "pull": None,
         "last_consume_ms": None,
         "clients": holders,

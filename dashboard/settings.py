@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "consumers.middleware.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -181,7 +182,8 @@ ROCKETMQ_POLL_INTERVAL = env_int("ROCKETMQ_POLL_INTERVAL", 15)
 ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
 # A poll of one cluster never takes longer than this; what it could not read is marked.
 ROCKETMQ_POLL_DEADLINE = env_int("ROCKETMQ_POLL_DEADLINE", 12)
-ROCKETMQ_POLL_CONCURRENCY = env_int("ROCKETMQ_POLL_CONCURRENCY", 64)
+# requests in flight at once during a poll (pipelined over one connection per broker)
+ROCKETMQ_POLL_CONCURRENCY = env_int("ROCKETMQ_POLL_CONCURRENCY", 512)
 # Lag-in-seconds lookups (one message read each) a poll may make beyond its cache.
 ROCKETMQ_LAGTIME_BUDGET = env_int("ROCKETMQ_LAGTIME_BUDGET", 256)
 

@@ -185,6 +185,10 @@ def test_more_consumers_than_queues_and_a_broadcasting_group(cluster, redis, tra
     for client, rows in cast["broadcast"].items():
         assert {r["queue"]: r["commit_offset"] for r in rows} == dict(sent), client
         assert {r["lag"] for r in rows} == {0}
+    # the queue rows show the slowest client; the group is as far behind as that client
+    rows = {f"{q['topic']}@{q['broker']}#{q['queue_id']}": q for q in cast["queues"]}
+    assert {label: q["consumer"] for label, q in rows.items()} == dict(sent)
+    assert cast["lag"] == 0 and cast["topics"] == [wide]
 
 
 def test_history_files_hold_what_the_polls_stored(cluster, redis, settled):

@@ -173,6 +173,28 @@ def test_in_flight_requests_are_bounded():
     run(scenario())
 
 
+def test_batches_keep_at_most_max_in_flight_requests_outstanding_and_report_each_outcome():
+    async def slow_or_refusing(broker, request, writer):
+        await asyncio.sleep(0.02)
+        code = 17 if request.ext_fields["n"] == "13" else 0
+        writer.write(response_frame(request, code=code, ext={"n": request.ext_fields["n"]}))
+
+    async def scenario():
+        broker = await FakeBroker(slow_or_refusing).start()
+        down = f"127.0.0.1:{free_port()}"
+        client = client_for(broker.address, max_in_flight=5)
+        requests = [(broker.address, 208, {"n": str(i)}) for i in range(40)] + [(down, 208, {"n": "x"})]
+        answers = await client.invoke_many(requests)
+        assert broker.max_in_flight == 5
+        assert [a.ext_fields["n"] for a in answers[:40]] == [str(i) for i in range(40)]  # in order
+        assert answers[13].code == 17  # a refusal is an answer; the caller types it
+        assert isinstance(answers[40], ConnectError) and answers[40].address == down
+        await client.close()
+        await broker.stop()
+
+    run(scenario())
+
+
 def test_requests_are_signed_when_credentials_are_given():
     async def scenario():
         broker = await FakeBroker().start()

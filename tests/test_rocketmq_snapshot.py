@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from consumers.rocketmq import AdminClient, BrokerSystemError, cluster_snapshot, group_progress
-from consumers.rocketmq import snapshot as snapshot_module
 from tests.conftest import run
 
 pytestmark = pytest.mark.broker
@@ -37,50 +34,47 @@ def test_a_snapshot_holds_every_group_as_group_progress_reads_it(settled, namesr
 def test_routes_are_cached_between_snapshots(settled, namesrv):
     async def read():
         async with AdminClient(namesrv) as client:
-            calls = []
-            original = client.remoting.call_namesrv
+            to_namesrv = []
+            single, batch = client.remoting.call_namesrv, client.remoting.invoke_many
 
-            async def counting(code, *args, **kwargs):
-                calls.append(code)
-                return await original(code, *args, **kwargs)
+            async def counting_single(code, *args, **kwargs):
+                to_namesrv.append(code)
+                return await single(code, *args, **kwargs)
 
-            client.remoting.call_namesrv = counting
+            async def counting_batch(requests, **kwargs):
+                to_namesrv.extend(code for address, code, _ in requests if address == namesrv)
+                return await batch(requests, **kwargs)
+
+            client.remoting.call_namesrv = counting_single
+            client.remoting.invoke_many = counting_batch
             first = await cluster_snapshot(client, running_info=False)
-            first_calls = len(calls)
+            first_calls = len(to_namesrv)
             await cluster_snapshot(client, running_info=False)
-            return len(first.groups), first_calls, len(calls) - first_calls
+            return len(first.groups), first_calls, len(to_namesrv) - first_calls
 
     groups, first_calls, second_calls = run(read())
     assert first_calls >= groups  # one route lookup per group, plus the cluster info
     assert second_calls == 1  # only the cluster info: every route came from the cache
 
 
-def test_group_fetches_are_bounded_and_one_failure_stays_with_its_group(settled, namesrv, monkeypatch):
-    running = 0
-    peak = 0
-    original = snapshot_module.group_progress
-
-    async def tracked(client, group, **kwargs):
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        try:
-            await asyncio.sleep(0.01)
-            if group == settled.lagging.group:
-                raise BrokerSystemError(1, "injected failure", address="127.0.0.1:1")
-            return await original(client, group, **kwargs)
-        finally:
-            running -= 1
-
-    monkeypatch.setattr(snapshot_module, "group_progress", tracked)
-
+def test_one_groups_failure_stays_with_that_group(settled, namesrv):
     async def read():
         async with AdminClient(namesrv) as client:
-            return await cluster_snapshot(client, concurrency=2, running_info=False)
+            original = client.progress.consume_stats_many
+
+            async def failing_for_one(targets):
+                answers = await original(targets)
+                return [
+                    BrokerSystemError(1, "injected failure", address=a) if g == settled.lagging.group else answer
+                    for answer, (g, a) in zip(answers, targets, strict=True)
+                ]
+
+            client.progress.consume_stats_many = failing_for_one
+            return await cluster_snapshot(client, running_info=False)
 
     snapshot = run(read())
-    assert peak == 2
     failed = snapshot.groups[settled.lagging.group]
-    assert [(p.scope, p.error_type) for p in failed.problems] == [("group", "BrokerSystemError")]
+    assert {p.scope for p in failed.problems} == {"broker", "group"}
     assert failed.queues == []  # unknown, not zero
     assert snapshot.groups[settled.healthy.group].complete
+    assert snapshot.groups[settled.failing.group].queues

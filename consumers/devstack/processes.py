@@ -48,6 +48,7 @@ class ManagedProcess:
         env=None,
         stdin=None,
         pipe_stdout: bool = False,
+        user: str | None = None,
     ):
         self.name = name
         self.args = args
@@ -62,6 +63,7 @@ class ManagedProcess:
             stdout=subprocess.PIPE if pipe_stdout else self._log,
             stderr=self._log if pipe_stdout else subprocess.STDOUT,
             preexec_fn=_die_with_parent,
+            user=user,
         )
         with _lock:
             _live.append(self)

@@ -16,15 +16,20 @@ from .frame import FLAG_RESPONSE, MAX_FRAME, FrameDecoder, RemotingCommand, enco
 
 log = logging.getLogger(__name__)
 
+SWEEP_INTERVAL = 0.05  # how often pending requests are checked for their timeout (seconds)
+
 
 class Connection(asyncio.Protocol):
     def __init__(self, address: str, *, max_frame: int = MAX_FRAME):
         self.address = address
         self.max_frame = max_frame
         self._decoder = FrameDecoder(max_frame)
-        self._pending: dict[int, tuple[asyncio.Future, asyncio.TimerHandle]] = {}
+        # opaque -> (future, loop time at which it times out, its timeout)
+        self._pending: dict[int, tuple[asyncio.Future, float, float]] = {}
+        self._sweeper: asyncio.TimerHandle | None = None
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
+        self._outgoing: list[bytes] = []  # frames written in this loop iteration, sent together
         self.closed = False
         self.close_reason: Exception | None = None
         self.last_used = self._loop.time()
@@ -60,8 +65,9 @@ class Connection(asyncio.Protocol):
         if self.closed:
             raise ConnectionClosed("connection is closed", address=self.address)
         future = self._loop.create_future()
-        timer = self._loop.call_later(timeout, self._expire, command.opaque, timeout)
-        self._pending[command.opaque] = (future, timer)
+        self._pending[command.opaque] = (future, self._loop.time() + timeout, timeout)
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_later(SWEEP_INTERVAL, self._sweep)
         self._write(encode(command, max_frame=self.max_frame))
         return future
 
@@ -81,22 +87,37 @@ class Connection(asyncio.Protocol):
     # internals
 
     def _write(self, data: bytes) -> None:
-        self.last_used = self._loop.time()
-        self._transport.write(data)
+        # Requests made in one loop iteration go out in one write: a snapshot sends thousands
+        # at once, and a syscall per frame would cost more than encoding them.
+        if not self._outgoing:
+            self._loop.call_soon(self._flush)
+        self._outgoing.append(data)
+
+    def _flush(self) -> None:
+        outgoing, self._outgoing = self._outgoing, []
+        if outgoing and not self.closed and self._transport is not None:
+            self.last_used = self._loop.time()
+            self._transport.write(b"".join(outgoing))
 
     def _resolve(self, response: RemotingCommand) -> None:
         entry = self._pending.pop(response.opaque, None)
         if entry is None:
             return  # the request already timed out
-        future, timer = entry
-        timer.cancel()
-        if not future.done():
-            future.set_result(response)
+        if not entry[0].done():
+            entry[0].set_result(response)
 
-    def _expire(self, opaque: int, timeout: float) -> None:
-        entry = self._pending.pop(opaque, None)
-        if entry and not entry[0].done():
-            entry[0].set_exception(RequestTimeout(f"no response within {timeout:.3f}s", address=self.address))
+    def _sweep(self) -> None:
+        # One timer per connection instead of one per request: thousands of requests in
+        # flight would otherwise each create and cancel a timer.
+        self._sweeper = None
+        now = self._loop.time()
+        expired = [opaque for opaque, (_, due, _) in self._pending.items() if due <= now]
+        for opaque in expired:
+            future, _, timeout = self._pending.pop(opaque)
+            if not future.done():
+                future.set_exception(RequestTimeout(f"no response within {timeout:.3f}s", address=self.address))
+        if self._pending and not self.closed:
+            self._sweeper = self._loop.call_later(SWEEP_INTERVAL, self._sweep)
 
     def _answer_server_request(self, request: RemotingCommand) -> None:
         if request.is_oneway:
@@ -118,9 +139,11 @@ class Connection(asyncio.Protocol):
 
     def _mark_closed(self, reason: Exception) -> None:
         self.closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         pending, self._pending = self._pending, {}
-        for future, timer in pending.values():
-            timer.cancel()
+        for future, _, _ in pending.values():
             if not future.done():
                 future.set_exception(_copy_error(reason))
 

@@ -28,6 +28,7 @@ _scan_once = make_scanner(json.JSONDecoder())
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
+_SPACE = frozenset(" \t\n\r")
 
 
 class KeyedPairs(list):
@@ -61,7 +62,16 @@ def loads(data: bytes | str) -> object:
     except ValueError:
         pass
     parser = _Parser(text)
-    value, end = parser.value(_skip(text, 0), 0)
+    start = _skip(text, 0)
+    # json.loads just refused the whole body: walk its outer container rather than ask the
+    # C scanner the same question again
+    char = text[start : start + 1]
+    if char == "{":
+        value, end = parser.object(start, 0)
+    elif char == "[":
+        value, end = parser.array(start, 0)
+    else:
+        value, end = parser.value(start, 0)
     end = _skip(text, end)
     if end != len(text):
         raise ProtocolError(f"unexpected data after the body at character {end}")
@@ -69,7 +79,33 @@ def loads(data: bytes | str) -> object:
 
 
 def _skip(text: str, pos: int) -> int:
-    return _WHITESPACE.match(text, pos).end()
+    # fastjson writes no whitespace: look at one character before running the regex
+    if pos < len(text) and text[pos] in _SPACE:
+        return _WHITESPACE.match(text, pos).end()
+    return pos
+
+
+def _object_keyed_map(text: str, pos: int) -> tuple[KeyedPairs, int] | None:
+    """`{K:V,K:V}` where json can read every K and V and nothing stands between them: what
+    fastjson writes for Map<MessageQueue, ...>. None when the map is anything else (then the
+    general walk reads it from the start)."""
+    scan = _scan_once
+    entries = []
+    try:
+        while True:
+            key, pos = scan(text, pos)
+            if text[pos] != ":":
+                return None
+            value, pos = scan(text, pos + 1)
+            entries.append((key, value))
+            char = text[pos]
+            if char == "}":
+                return KeyedPairs(entries), pos + 1
+            if char != "," or text[pos + 1] != "{":
+                return None
+            pos += 1
+    except (ValueError, StopIteration, IndexError, RecursionError):
+        return None
 
 
 class _Parser:
@@ -116,28 +152,71 @@ class _Parser:
         raise ProtocolError(f"malformed object key at character {pos}")
 
     def object(self, pos: int, depth: int) -> tuple[object, int]:
-        text = self.text
+        # The hot path of every object-keyed body: keep the common case (object or string
+        # keys, values json can read) inline, with no helper call per character.
+        text, scan, size = self.text, _scan_once, len(self.text)
         entries: list[tuple[object, object]] = []
+        scalar_keys = True
         pos = _skip(text, pos + 1)
         if text.startswith("}", pos):
             return {}, pos + 1
+        if text.startswith("{", pos):
+            fast = _object_keyed_map(text, pos)
+            if fast is not None:
+                return fast
         while True:
-            key, pos = self.key(pos, depth)
-            pos = _skip(text, pos)
-            if not text.startswith(":", pos):
+            char = text[pos] if pos < size else ""
+            if char == '"':
+                try:
+                    key, pos = scanstring(text, pos + 1)
+                except ValueError as exc:
+                    raise ProtocolError(f"malformed string key at character {pos}: {exc}") from None
+            elif char in ("{", "["):
+                key, pos = self._nested(scan, pos, depth)
+                scalar_keys = False
+            else:
+                key, pos = self.key(pos, depth)
+            if pos < size and text[pos] in _SPACE:
+                pos = _skip(text, pos)
+            if text[pos : pos + 1] != ":":
                 raise ProtocolError(f"expected ':' at character {pos}")
-            value, pos = self.value(_skip(text, pos + 1), depth + 1)
+            pos += 1
+            if pos < size and text[pos] in _SPACE:
+                pos = _skip(text, pos)
+            value, pos = self._nested(scan, pos, depth)
             entries.append((key, value))
-            pos = _skip(text, pos)
+            if pos < size and text[pos] in _SPACE:
+                pos = _skip(text, pos)
             char = text[pos : pos + 1]
-            pos = _skip(text, pos + 1)
+            pos += 1
+            if pos < size and text[pos] in _SPACE:
+                pos = _skip(text, pos)
             if char == "}":
                 break
             if char != ",":
                 raise ProtocolError(f"expected ',' or '}}' at character {pos - 1}")
-        if all(not isinstance(k, (dict, list)) for k, _ in entries):
+        if scalar_keys:
             return dict(entries), pos
         return KeyedPairs(entries), pos
+
+    def _nested(self, scan, pos: int, depth: int) -> tuple[object, int]:
+        """A value (or object key) json's scanner can read, else our own walk of it."""
+        try:
+            return scan(self.text, pos)
+        except StopIteration:
+            raise ProtocolError(f"expected a value at character {pos}") from None
+        except RecursionError:
+            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
+        except ValueError:
+            pass  # a container json cannot read: walk it (without asking the scanner again)
+        if depth + 1 > MAX_DEPTH:
+            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels")
+        char = self.text[pos : pos + 1]
+        if char == "{":
+            return self.object(pos, depth + 1)
+        if char == "[":
+            return self.array(pos, depth + 1)
+        raise ProtocolError(f"malformed value at character {pos}")
 
     def array(self, pos: int, depth: int) -> tuple[list, int]:
         text = self.text

@@ -184,8 +184,14 @@ def _read_bytes(data, pos: int, length: int) -> tuple[bytes, int]:
     return bytes(data[pos:end]), end
 
 
+_CHUNK = 64 * 1024
+
+
 def inflate(stored: bytes, sys_flag: int, max_body: int = MAX_INFLATED_BODY) -> bytes:
-    """Decompress a body by the compression type in bits 8-10 of sysFlag, never past max_body."""
+    """Decompress a body by the compression type in bits 8-10 of sysFlag, never past max_body.
+
+    Memory grows with the real output, in 64 KiB steps: the LZ4 and zstd decompressors
+    would otherwise allocate the whole limit up front, even for a few bytes of garbage."""
     kind = (sys_flag & COMPRESSION_MASK) >> 8
     name = COMPRESSION_NAMES.get(kind, f"type {kind}")
     try:
@@ -194,17 +200,9 @@ def inflate(stored: bytes, sys_flag: int, max_body: int = MAX_INFLATED_BODY) -> 
             body = inflater.decompress(stored, max_body + 1)
             complete = inflater.eof
         elif kind == 1:
-            inflater = lz4.frame.LZ4FrameDecompressor()
-            body = inflater.decompress(stored, max_length=max_body + 1)
-            complete = inflater.eof
+            body, complete = _lz4(stored, max_body)
         elif kind == 2:
-            # The stream reader bounds the output but says nothing of a truncated frame;
-            # once the size is known to be bounded, decompressobj tells whether it ended.
-            body = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(stored)).read(max_body + 1)
-            if len(body) <= max_body:
-                inflater = zstandard.ZstdDecompressor().decompressobj()
-                body = inflater.decompress(stored)
-            complete = len(body) > max_body or inflater.eof
+            body, complete = _zstd(stored, max_body)
         else:
             raise ProtocolError(f"unknown compression type {kind} in sysFlag {sys_flag:#x}")
     except (zlib.error, RuntimeError, zstandard.ZstdError) as exc:
@@ -214,6 +212,29 @@ def inflate(stored: bytes, sys_flag: int, max_body: int = MAX_INFLATED_BODY) -> 
     if not complete:
         raise ProtocolError(f"{name} body is truncated")
     return body
+
+
+def _lz4(stored: bytes, max_body: int) -> tuple[bytes, bool]:
+    inflater = lz4.frame.LZ4FrameDecompressor()
+    body = bytearray(inflater.decompress(stored, max_length=_CHUNK))
+    while not inflater.eof and not inflater.needs_input:
+        body += inflater.decompress(b"", max_length=_CHUNK)
+        if len(body) > max_body:
+            raise ProtocolError(f"LZ4 body inflates past {max_body} bytes")
+    return bytes(body), inflater.eof
+
+
+def _zstd(stored: bytes, max_body: int) -> tuple[bytes, bool]:
+    # The stream reader bounds the output but cannot tell a truncated frame; once the size
+    # is known to be bounded, decompressobj reads it again and tells whether it ended.
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(stored))
+    size = 0
+    while chunk := reader.read(_CHUNK):
+        size += len(chunk)
+        if size > max_body:
+            raise ProtocolError(f"ZSTD body inflates past {max_body} bytes")
+    inflater = zstandard.ZstdDecompressor().decompressobj()
+    return inflater.decompress(stored), inflater.eof
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -9,8 +9,10 @@ those of tasks started inside it (it lives in a context variable).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
+import functools
 import itertools
 import random
 import time
@@ -20,7 +22,14 @@ from dataclasses import dataclass, field
 from .acl import Credentials, sign
 from .codes import DEFAULT_VERSION, RequestCode, ResponseCode
 from .connection import Connection
-from .errors import ConnectError, DeadlineExceeded, RequestTimeout, TransportError, broker_error
+from .errors import (
+    ConnectError,
+    DeadlineExceeded,
+    RequestTimeout,
+    RocketMQError,
+    TransportError,
+    broker_error,
+)
 from .frame import FLAG_ONEWAY, MAX_FRAME, RemotingCommand
 from .message import split_address
 
@@ -83,7 +92,8 @@ class RemotingClient:
         self._connecting: dict[str, asyncio.Task] = {}
         self._backoff: dict[str, _Backoff] = {}
         self._opaque = itertools.count(1)
-        self._semaphore: asyncio.Semaphore | None = None
+        self._in_flight = 0
+        self._waiting: collections.deque[asyncio.Future] = collections.deque()
         self._closed = False
 
     # public API
@@ -99,8 +109,11 @@ class RemotingClient:
     ) -> RemotingCommand:
         requested = self.config.request_timeout if timeout is None else timeout
         request = self._command(code, ext_fields, body)
-        async with self._limit():
-            connection = await self._connection(address, self._timeout(requested)[0])
+        await self._acquire()
+        try:
+            connection = self._connections.get(address)
+            if connection is None or connection.closed:
+                connection = await self._connection(address, self._timeout(requested)[0])
             wait, bound_by_deadline = self._timeout(requested)  # connecting used some of it
             try:
                 return await connection.request(request, wait)
@@ -108,6 +121,8 @@ class RemotingClient:
                 if bound_by_deadline:
                     raise DeadlineExceeded(f"deadline passed waiting for code {code}", address=address) from exc
                 raise
+        finally:
+            self._release()
 
     async def call(
         self,
@@ -124,6 +139,66 @@ class RemotingClient:
         if response.code not in accept:
             raise broker_error(response.code, response.remark, address=address, request=_request_name(code))
         return response
+
+    async def invoke_many(
+        self, requests: list[tuple[str, int, dict | None]], *, timeout: float | None = None
+    ) -> list[RemotingCommand | RocketMQError]:
+        """Send many (address, code, ext fields) requests pipelined and return each answer,
+        or its typed transport error, in order.
+
+        No task or coroutine per request: a window of at most max_in_flight requests is kept
+        full from completion callbacks. This is what a snapshot of thousands of groups runs
+        on; one request per coroutine would cost more than encoding and parsing them."""
+        loop = asyncio.get_running_loop()
+        results: list = [None] * len(requests)
+        if not requests:
+            return results
+        connections: dict[str, Connection | RocketMQError] = {}
+        for address in {r[0] for r in requests}:
+            try:
+                connections[address] = await self._connection(address, self._timeout(timeout)[0])
+            except RocketMQError as exc:
+                connections[address] = exc
+        finished = loop.create_future()
+        state = {"next": 0, "open": len(requests)}
+
+        def complete(index: int, outcome) -> None:
+            results[index] = outcome
+            state["open"] -= 1
+            if state["open"] == 0 and not finished.done():
+                finished.set_result(None)
+
+        def on_answer(index: int, address: str, future: asyncio.Future) -> None:
+            self._in_flight -= 1
+            if future.cancelled():
+                outcome = ConnectError("request cancelled", address=address)
+            else:
+                outcome = future.exception() or future.result()
+                if isinstance(outcome, RequestTimeout) and bound_by_deadline:
+                    outcome = DeadlineExceeded(f"deadline passed: {outcome}", address=address)
+            complete(index, outcome)
+            send()
+
+        def send() -> None:
+            while state["next"] < len(requests) and self._in_flight < self.config.max_in_flight:
+                index = state["next"]
+                state["next"] += 1
+                address, code, ext_fields = requests[index]
+                connection = connections[address]
+                try:
+                    if isinstance(connection, RocketMQError):
+                        raise connection
+                    future = connection.request(self._command(code, ext_fields, b""), wait)
+                except RocketMQError as exc:
+                    complete(index, _copy(exc))
+                    continue
+                self._in_flight += 1
+                future.add_done_callback(functools.partial(on_answer, index, address))
+
+        wait, bound_by_deadline = self._timeout(timeout)
+        send()
+        await finished
+        return results
 
     async def call_namesrv(self, code: int, ext_fields: dict[str, str] | None = None, **kwargs) -> RemotingCommand:
         """Call the first name server that answers; on transport errors try the next."""
@@ -176,12 +251,30 @@ class RemotingClient:
             code=code, opaque=opaque, flag=flag, ext_fields=ext, body=body, version=self.config.version
         )
 
-    @contextlib.asynccontextmanager
-    async def _limit(self):
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.config.max_in_flight)
-        async with self._semaphore:
-            yield
+    async def _acquire(self) -> None:
+        """Bound the requests in flight. Cheaper than asyncio.Semaphore on the path that
+        matters: below the limit nothing is awaited and no waiter is woken."""
+        while self._in_flight >= self.config.max_in_flight:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if not waiter.cancelled() and waiter.done():
+                    self._wake_next()  # we were handed a place we will not use
+                raise
+        self._in_flight += 1
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        self._wake_next()
+
+    def _wake_next(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     async def _connection(self, address: str, timeout: float) -> Connection:
         connection = self._connections.get(address)
@@ -238,3 +331,11 @@ def _request_name(code: int) -> str:
         return RequestCode(code).name
     except ValueError:
         return f"request {code}"
+
+
+def _copy(error: RocketMQError) -> RocketMQError:
+    # one connection error is reported for many requests: give each its own exception object
+    copy = type(error).__new__(type(error))
+    copy.__dict__.update(error.__dict__)
+    copy.args = error.args
+    return copy

@@ -1,15 +1,15 @@
 """High-level reads the console is built on.
 
-`group_progress` gives one group's position per topic and queue across every master of the
-cluster, with who holds each queue. `cluster_snapshot` does it for all groups with bounded
-concurrency, sharing route and topic-stats lookups, and records a failure per group (or per
-broker within a group) instead of letting one failure sink the snapshot. A part that could
-not be read is listed in `problems` and its numbers stay None: unknown is not zero.
+`read_groups` gives each group's position per topic and queue across every master of the
+cluster, with who holds each queue. It works in a few pipelined phases over all the groups
+at once (routes, consume stats and connections, running info, topic bounds), so thousands of
+groups cost thousands of requests but only a handful of round trips. A part that could not be
+read is listed in the group's `problems` and its numbers stay None: unknown is not zero.
+`group_progress` is the same for one group; `cluster_snapshot` for every group of a cluster.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 
@@ -20,11 +20,16 @@ from .models import (
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
+    ConsumeStats,
     MessageQueue,
     TopicOffset,
+    TopicRoute,
     TopicStatsTable,
     is_system_group,
 )
+
+# A broker waits up to 10 s for a client to answer a running-info call.
+RUNNING_INFO_TIMEOUT = 12.0
 
 
 @dataclass(slots=True)
@@ -133,150 +138,209 @@ class ClusterSnapshot:
     problems: list[Problem] = field(default_factory=list)
 
 
-class SnapshotCache:
-    """Lookups shared by every group of one snapshot (one topic-stats call per broker and
-    topic, whatever the number of groups consuming it)."""
-
-    def __init__(self, client, masters: dict[str, str] | None = None):
-        self.client = client
-        self.masters = masters
-        self._topic_stats: dict[tuple[str, str], asyncio.Future] = {}
-
-    async def cluster_masters(self) -> dict[str, str]:
-        if self.masters is None:
-            self.masters = (await self.client.topology.cluster_info(max_age=10.0)).masters()
-        return self.masters
-
-    async def topic_stats(self, topic: str, address: str) -> TopicStatsTable:
-        key = (address, topic)
-        if key not in self._topic_stats:
-            self._topic_stats[key] = asyncio.ensure_future(self.client.progress.topic_stats(topic, address))
-        return await asyncio.shield(self._topic_stats[key])
+async def group_progress(client, group: str, *, running_info: bool = True) -> GroupProgress:
+    masters = (await client.topology.cluster_info(max_age=10.0)).masters()
+    return (await read_groups(client, [group], masters=masters, running_info=running_info))[group]
 
 
-async def group_progress(
-    client, group: str, *, running_info: bool = True, cache: SnapshotCache | None = None
-) -> GroupProgress:
-    cache = cache or SnapshotCache(client)
-    result = GroupProgress(group=group, fetched_at=time.time())
-    result.brokers = await _group_brokers(client, group, cache, result)
-    names = sorted(result.brokers)
-    stats_results = await asyncio.gather(
-        *(client.progress.consume_stats(group, result.brokers[n]) for n in names),
-        _connection(client, group, result),
-        return_exceptions=True,
+async def cluster_snapshot(
+    client,
+    *,
+    cluster: str | None = None,
+    groups: list[str] | None = None,
+    running_info: bool = True,
+    include_system_groups: bool = False,
+) -> ClusterSnapshot:
+    """Every group's progress. Raises only when the name server cannot be read at all."""
+    started = time.monotonic()
+    fetched_at = time.time()
+    info = await client.topology.cluster_info()
+    masters = info.masters(cluster)
+    brokers = {name: BrokerStatus(name, address) for name, address in masters.items()}
+    problems: list[Problem] = []
+    names: set[str] = set(groups or [])
+    for status in brokers.values():
+        try:
+            status.runtime = await client.topology.broker_runtime_info(status.address)
+            if groups is None:
+                found = await client.topology.subscription_groups(status.address)
+                names.update(g for g in found if include_system_groups or not is_system_group(g))
+        except RocketMQError as exc:
+            status.error = Problem.of("broker", status.name, exc)
+            problems.append(status.error)
+    progress = await read_groups(client, sorted(names), masters=masters, running_info=running_info)
+    return ClusterSnapshot(
+        fetched_at=fetched_at,
+        duration=time.monotonic() - started,
+        cluster_info=info,
+        brokers=brokers,
+        groups=progress,
+        problems=problems,
     )
-    connection_broker = stats_results.pop()
-    tps_parts = []
-    offsets = {}
-    for name, stats in zip(names, stats_results, strict=True):
-        if isinstance(stats, BaseException):
-            _reraise_unexpected(stats)
-            result.problems.append(Problem.of("broker", name, stats))
-            continue
-        offsets.update(stats.offsets)
-        if stats.consume_tps is not None:
-            tps_parts.append(stats.consume_tps)
-    result.consume_tps = sum(tps_parts) if tps_parts else None
-    if running_info and result.online and isinstance(connection_broker, str):
-        await _running_info(client, group, connection_broker, result)
-    result.uncommitted = await _uncommitted_queues(client, result, set(offsets))
-    held = {mq for info in result.running_info.values() for mq in info.mq_table}
-    result.bounds = await _queue_bounds(cache, set(offsets) | held | set(result.uncommitted), result)
-    holders = _holders(result.running_info)
-    result.queues = [
-        QueueProgress(
-            topic=mq.topic,
-            broker_name=mq.broker_name,
-            queue_id=mq.queue_id,
-            broker_offset=w.broker_offset,
-            consumer_offset=w.consumer_offset,
-            min_offset=result.bounds[mq].min_offset if mq in result.bounds else None,
-            pull_offset=w.pull_offset,
-            last_consume_time=w.last_timestamp or None,
-            clients=holders.get(mq, ()),
-        )
-        for mq, w in sorted(offsets.items())
-    ]
+
+
+async def read_groups(
+    client, groups: list[str], *, masters: dict[str, str], running_info: bool = True
+) -> dict[str, GroupProgress]:
+    """The progress of every given group, read in pipelined phases over all of them."""
+    now = time.time()
+    result = {g: GroupProgress(group=g, fetched_at=now) for g in groups}
+    await _locate(client, result, masters)
+
+    # consume stats on each master of a group, its connection list from its first master
+    stats_targets = [(g, name) for g, p in result.items() for name in sorted(p.brokers)]
+    connection_order = {g: sorted(p.brokers) for g, p in result.items()}
+    stats = await client.progress.consume_stats_many([(g, result[g].brokers[b]) for g, b in stats_targets])
+    offsets: dict[str, dict] = {g: {} for g in groups}
+    for (group, broker), answer in zip(stats_targets, stats, strict=True):
+        _take_stats(result[group], broker, answer, offsets[group])
+    relay = await _connections(client, result, connection_order)
+    for group, progress in result.items():
+        if progress.brokers and not offsets[group] and _all_failed(progress):
+            progress.problems.append(
+                Problem("group", group, progress.problems[0].error, progress.problems[0].error_type)
+            )
+
+    if running_info:
+        await _running_info(client, result, relay)
+    await _uncommitted(client, result, offsets)
+    await _bounds(client, result, offsets)
+    for group, progress in result.items():
+        holders = _holders(progress.running_info)
+        progress.queues = [
+            QueueProgress(
+                topic=mq.topic,
+                broker_name=mq.broker_name,
+                queue_id=mq.queue_id,
+                broker_offset=w.broker_offset,
+                consumer_offset=w.consumer_offset,
+                min_offset=progress.bounds[mq].min_offset if mq in progress.bounds else None,
+                pull_offset=w.pull_offset,
+                last_consume_time=w.last_timestamp or None,
+                clients=holders.get(mq, ()),
+            )
+            for mq, w in sorted(offsets[group].items())
+        ]
     return result
 
 
-async def _group_brokers(client, group: str, cache: SnapshotCache, result: GroupProgress) -> dict[str, str]:
+async def _locate(client, result: dict[str, GroupProgress], masters: dict[str, str]) -> None:
     # Java admin finds a group through the route of its retry topic. A group that never
     # heartbeated has none; then every master of the cluster is asked.
-    try:
-        route = await client.topology.topic_route(retry_topic(group))
-        masters = route.master_addrs()
-        if masters:
-            return masters
-    except TopicNotFound:
-        pass
-    except TransportError as exc:
-        result.problems.append(Problem.of("route", retry_topic(group), exc))
-    return dict(await cache.cluster_masters())
-
-
-async def _connection(client, group: str, result: GroupProgress) -> str | None:
-    """Fill in the group's clients from the first broker that answers; return that broker's
-    address (the one to relay running-info calls through)."""
-    last_error = None
-    for name in sorted(result.brokers):
-        address = result.brokers[name]
-        try:
-            result.connection = await client.progress.consumer_connection(group, address)
-            result.online = bool(result.connection.connections)
-            return address
-        except ConsumerNotOnline:
-            result.online = False
-            return None
-        except RocketMQError as exc:
-            last_error = exc
-    if last_error is not None:
-        result.problems.append(Problem.of("connection", group, last_error))
-    return None
-
-
-async def _uncommitted_queues(client, result: GroupProgress, committed: set) -> list[MessageQueue]:
-    if not result.online or result.connection is None:
-        return []
-    topics = sorted(t for t in result.connection.subscriptions if not t.startswith(RETRY_PREFIX))
-    missing = []
-    for topic in topics:
-        try:
-            route = await client.topology.topic_route(topic)
-        except RocketMQError as exc:
-            result.problems.append(Problem.of("route", topic, exc))
+    routes = await client.topology.topic_routes([retry_topic(g) for g in result])
+    for group, progress in result.items():
+        route = routes[retry_topic(group)]
+        if isinstance(route, TopicRoute) and route.master_addrs():
+            progress.brokers = route.master_addrs()
             continue
-        missing += [mq for mq in route.read_queues() if mq not in committed and mq.broker_name in result.brokers]
-    return missing
+        if isinstance(route, TransportError):
+            progress.problems.append(Problem.of("route", retry_topic(group), route))
+        progress.brokers = dict(masters)
 
 
-async def _queue_bounds(cache: SnapshotCache, queues: set, result: GroupProgress) -> dict[MessageQueue, TopicOffset]:
-    wanted = sorted({(mq.topic, mq.broker_name) for mq in queues if mq.broker_name in result.brokers})
-    answers = await asyncio.gather(
-        *(cache.topic_stats(topic, result.brokers[broker]) for topic, broker in wanted), return_exceptions=True
-    )
-    bounds = {}
-    for (topic, broker), answer in zip(wanted, answers, strict=True):
-        if isinstance(answer, BaseException):
-            _reraise_unexpected(answer)
-            result.problems.append(Problem.of("topic-stats", f"{topic}@{broker}", answer))
-            continue
-        bounds.update({mq: o for mq, o in answer.offsets.items() if mq in queues})
-    return bounds
+def _take_stats(progress: GroupProgress, broker: str, answer: ConsumeStats | RocketMQError, offsets: dict) -> None:
+    if isinstance(answer, RocketMQError):
+        progress.problems.append(Problem.of("broker", broker, answer))
+        return
+    offsets.update(answer.offsets)
+    if answer.consume_tps is not None:
+        progress.consume_tps = (progress.consume_tps or 0.0) + answer.consume_tps
 
 
-async def _running_info(client, group: str, address: str, result: GroupProgress) -> None:
-    client_ids = sorted(set(result.connection.client_ids))
-    answers = await asyncio.gather(
-        *(client.progress.consumer_running_info(group, cid, address) for cid in client_ids), return_exceptions=True
-    )
-    for client_id, answer in zip(client_ids, answers, strict=True):
-        if isinstance(answer, BaseException):
-            _reraise_unexpected(answer)
-            result.problems.append(Problem.of("running-info", client_id, answer))
+def _all_failed(progress: GroupProgress) -> bool:
+    failed = {p.target for p in progress.problems if p.scope == "broker"}
+    return failed >= set(progress.brokers)
+
+
+async def _connections(client, result: dict[str, GroupProgress], order: dict[str, list[str]]) -> dict[str, str]:
+    """Fill in each group's clients from the first of its brokers that answers; return, per
+    online group, the broker to relay running-info calls through."""
+    relay: dict[str, str] = {}
+    attempt = 0
+    pending = {g for g in result if order[g]}
+    last_error: dict[str, RocketMQError] = {}
+    while pending:
+        targets = [(g, order[g][attempt]) for g in sorted(pending) if attempt < len(order[g])]
+        if not targets:
+            break
+        answers = await client.progress.consumer_connections_many([(g, result[g].brokers[b]) for g, b in targets])
+        for (group, broker), answer in zip(targets, answers, strict=True):
+            progress = result[group]
+            if isinstance(answer, ConsumerConnection):
+                progress.connection = answer
+                progress.online = bool(answer.connections)
+                relay[group] = progress.brokers[broker]
+                pending.discard(group)
+            elif isinstance(answer, ConsumerNotOnline):
+                progress.online = False
+                pending.discard(group)
+            else:
+                last_error[group] = answer  # try the group's next broker
+        attempt += 1
+    for group in pending:
+        if group in last_error:
+            result[group].problems.append(Problem.of("connection", group, last_error[group]))
+    return relay
+
+
+async def _running_info(client, result: dict[str, GroupProgress], relay: dict[str, str]) -> None:
+    targets = [
+        (group, client_id, relay[group])
+        for group, progress in result.items()
+        if progress.online and group in relay
+        for client_id in sorted(set(progress.connection.client_ids))
+    ]
+    answers = await client.progress.running_info_many(targets, timeout=RUNNING_INFO_TIMEOUT)
+    for (group, client_id, _), answer in zip(targets, answers, strict=True):
+        if isinstance(answer, RocketMQError):
+            result[group].problems.append(Problem.of("running-info", client_id, answer))
         else:
-            result.running_info[client_id] = answer
+            result[group].running_info[client_id] = answer
+
+
+async def _uncommitted(client, result: dict[str, GroupProgress], offsets: dict[str, dict]) -> None:
+    subscribed = {
+        group: sorted(t for t in progress.connection.subscriptions if not t.startswith(RETRY_PREFIX))
+        for group, progress in result.items()
+        if progress.online and progress.connection
+    }
+    routes = await client.topology.topic_routes(sorted({t for topics in subscribed.values() for t in topics}))
+    for group, topics in subscribed.items():
+        progress = result[group]
+        for topic in topics:
+            route = routes[topic]
+            if isinstance(route, TopicNotFound):
+                continue
+            if isinstance(route, RocketMQError):
+                progress.problems.append(Problem.of("route", topic, route))
+                continue
+            progress.uncommitted += [
+                mq for mq in route.read_queues() if mq not in offsets[group] and mq.broker_name in progress.brokers
+            ]
+
+
+async def _bounds(client, result: dict[str, GroupProgress], offsets: dict[str, dict]) -> None:
+    """Min and max offsets of every queue any group needs: one request per topic and broker."""
+    wanted: dict[str, set] = {}
+    for group, progress in result.items():
+        queues = set(offsets[group]) | set(progress.uncommitted)
+        queues |= {mq for info in progress.running_info.values() for mq in info.mq_table}
+        wanted[group] = {mq for mq in queues if mq.broker_name in progress.brokers}
+    pairs = sorted(
+        {(mq.topic, mq.broker_name, result[g].brokers[mq.broker_name]) for g, qs in wanted.items() for mq in qs}
+    )
+    answers = await client.progress.topic_stats_many([(topic, address) for topic, _, address in pairs])
+    tables: dict[tuple[str, str], TopicStatsTable | RocketMQError] = {
+        (topic, broker): answer for (topic, broker, _), answer in zip(pairs, answers, strict=True)
+    }
+    for group, queues in wanted.items():
+        progress = result[group]
+        for topic, broker in sorted({(mq.topic, mq.broker_name) for mq in queues}):
+            table = tables[(topic, broker)]
+            if isinstance(table, RocketMQError):
+                progress.problems.append(Problem.of("topic-stats", f"{topic}@{broker}", table))
+            else:
+                progress.bounds.update({mq: o for mq, o in table.offsets.items() if mq in queues})
 
 
 def _holders(running_info: dict[str, ConsumerRunningInfo]) -> dict[MessageQueue, tuple[str, ...]]:
@@ -286,69 +350,3 @@ def _holders(running_info: dict[str, ConsumerRunningInfo]) -> dict[MessageQueue,
             if not queue_info.dropped:
                 holders.setdefault(mq, []).append(client_id)
     return {mq: tuple(ids) for mq, ids in holders.items()}
-
-
-def _reraise_unexpected(exc: BaseException) -> None:
-    # Only our typed errors are per-part failures; anything else is a bug or a cancellation.
-    if not isinstance(exc, RocketMQError):
-        raise exc
-
-
-async def cluster_snapshot(
-    client,
-    *,
-    cluster: str | None = None,
-    groups: list[str] | None = None,
-    concurrency: int = 64,
-    running_info: bool = True,
-    include_system_groups: bool = False,
-) -> ClusterSnapshot:
-    """Every group's progress. Raises only when the name server cannot be read at all."""
-    started = time.monotonic()
-    fetched_at = time.time()
-    info = await client.topology.cluster_info()
-    masters = info.masters(cluster)
-    cache = SnapshotCache(client, masters)
-    brokers = {name: BrokerStatus(name, address) for name, address in masters.items()}
-    problems: list[Problem] = []
-    configs = await asyncio.gather(
-        *(_broker_status(client, status) for status in brokers.values()), return_exceptions=True
-    )
-    names: set[str] = set(groups or [])
-    for status, answer in zip(brokers.values(), configs, strict=True):
-        if isinstance(answer, BaseException):
-            _reraise_unexpected(answer)
-            status.error = Problem.of("broker", status.name, answer)
-            problems.append(status.error)
-        elif groups is None:
-            names.update(g for g in answer if include_system_groups or not is_system_group(g))
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(group: str) -> GroupProgress:
-        async with limit:
-            try:
-                return await group_progress(client, group, running_info=running_info, cache=cache)
-            except RocketMQError as exc:
-                failed = GroupProgress(group=group, fetched_at=time.time())
-                failed.problems.append(Problem.of("group", group, exc))
-                return failed
-
-    ordered = sorted(names)
-    progress = await asyncio.gather(*(one(g) for g in ordered))
-    return ClusterSnapshot(
-        fetched_at=fetched_at,
-        duration=time.monotonic() - started,
-        cluster_info=info,
-        brokers=brokers,
-        groups=dict(zip(ordered, progress, strict=True)),
-        problems=problems,
-    )
-
-
-async def _broker_status(client, status: BrokerStatus) -> list[str]:
-    runtime, groups = await asyncio.gather(
-        client.topology.broker_runtime_info(status.address),
-        client.topology.subscription_groups(status.address),
-    )
-    status.runtime = runtime
-    return list(groups)

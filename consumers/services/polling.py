@@ -61,6 +61,7 @@ def client_config(cluster: Cluster) -> ClientConfig:
         credentials=cluster.credentials,
         request_timeout=settings.ROCKETMQ_REQUEST_TIMEOUT,
         connect_timeout=min(3.0, settings.ROCKETMQ_REQUEST_TIMEOUT),
+        max_in_flight=settings.ROCKETMQ_POLL_CONCURRENCY,
     )
 
 
@@ -86,7 +87,7 @@ async def _poll(cluster: Cluster, overrides: dict, redis, history: HistoryStore)
     async with AdminClient(config=client_config(cluster)) as client:
         try:
             with deadline(settings.ROCKETMQ_POLL_DEADLINE):
-                snapshot = await cluster_snapshot(client, concurrency=settings.ROCKETMQ_POLL_CONCURRENCY)
+                snapshot = await cluster_snapshot(client)
                 dlq_counts = await _dlq_counts(client, snapshot)
                 lag_times = await lagtime.measure(
                     client,

@@ -23,12 +23,18 @@ class OffsetWrapper:
 
     @classmethod
     def from_wire(cls, data: dict) -> OffsetWrapper:
-        pull = data.get("pullOffset")  # absent before 5.1
+        # Runs once per queue per group per poll: convert only what is not an int already.
+        broker, consumer, pull, last = (
+            data.get("brokerOffset", 0),
+            data.get("consumerOffset", 0),
+            data.get("pullOffset"),  # absent before 5.1
+            data.get("lastTimestamp", 0),
+        )
         return cls(
-            broker_offset=int(data.get("brokerOffset", 0)),
-            consumer_offset=int(data.get("consumerOffset", 0)),
-            pull_offset=None if pull is None else int(pull),
-            last_timestamp=int(data.get("lastTimestamp", 0)),
+            broker if type(broker) is int else int(broker),
+            consumer if type(consumer) is int else int(consumer),
+            pull if pull is None or type(pull) is int else int(pull),
+            last if type(last) is int else int(last),
         )
 
     @property

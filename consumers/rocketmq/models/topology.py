@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import total_ordering
 
@@ -70,7 +71,7 @@ class MessageQueue:
         if not isinstance(data, dict):
             raise ProtocolError(f"message queue is not an object: {data!r}")
         try:
-            return cls(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
+            return _queue(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed message queue {data!r}: {exc}") from None
 
@@ -85,6 +86,13 @@ class MessageQueue:
 
     def __str__(self) -> str:
         return f"{self.topic}@{self.broker_name}#{self.queue_id}"
+
+
+@functools.lru_cache(maxsize=65536)
+def _queue(topic: str, broker_name: str, queue_id: int) -> MessageQueue:
+    # The same queues come back in every group's stats: build each once (frozen dataclasses
+    # are slow to construct) and share it.
+    return MessageQueue(topic, broker_name, queue_id)
 
 
 @dataclass(slots=True)

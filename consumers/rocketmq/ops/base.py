@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from ..errors import ProtocolError
+from ..codes import RequestCode, ResponseCode
+from ..errors import ProtocolError, RocketMQError, broker_error
 from ..fastjson import loads
 from ..frame import RemotingCommand
 
@@ -40,3 +41,23 @@ def ext_int(response: RemotingCommand, key: str, *, address: str | None = None) 
         return int(value)
     except (TypeError, ValueError):
         raise ProtocolError(f"response field {key!r} is missing or not a number: {value!r}", address=address) from None
+
+
+def typed_answer(
+    answer: RemotingCommand | RocketMQError,
+    address: str,
+    build: Callable[[dict], T],
+    *,
+    what: str,
+    code: int,
+    accept=(ResponseCode.SUCCESS,),
+) -> T | RocketMQError:
+    """One answer of a batch as a typed result, or the typed error it amounts to."""
+    if isinstance(answer, RocketMQError):
+        return answer
+    if answer.code not in accept:
+        return broker_error(answer.code, answer.remark, address=address, request=RequestCode(code).name)
+    try:
+        return parse_body(answer, build, what=what, address=address)
+    except ProtocolError as exc:
+        return exc

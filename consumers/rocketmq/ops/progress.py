@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..codes import RequestCode, ResponseCode
-from ..errors import ProtocolError
+from ..errors import ProtocolError, RocketMQError
 from ..models import (
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -11,7 +11,7 @@ from ..models import (
     MessageQueue,
     TopicStatsTable,
 )
-from .base import Operations, ext_int, parse_body
+from .base import Operations, ext_int, parse_body, typed_answer
 
 
 class Progress(Operations):
@@ -22,6 +22,51 @@ class Progress(Operations):
         fields = {"consumerGroup": group, "topic": topic}
         response = await self.remoting.call(broker_addr, RequestCode.GET_CONSUME_STATS, fields, timeout=timeout)
         return parse_body(response, ConsumeStats.from_wire, what="consume stats", address=broker_addr)
+
+    # Batches: many targets pipelined at once (see RemotingClient.invoke_many); each result
+    # is the typed answer or the typed error of that target alone.
+
+    async def consume_stats_many(self, targets: list[tuple[str, str]]) -> list[ConsumeStats | RocketMQError]:
+        """(group, broker address) pairs -> each group's consume stats on that broker."""
+        code = RequestCode.GET_CONSUME_STATS
+        answers = await self.remoting.invoke_many([(a, code, {"consumerGroup": g}) for g, a in targets])
+        return [
+            typed_answer(answer, a, ConsumeStats.from_wire, what="consume stats", code=code)
+            for answer, (_, a) in zip(answers, targets, strict=True)
+        ]
+
+    async def consumer_connections_many(
+        self, targets: list[tuple[str, str]]
+    ) -> list[ConsumerConnection | RocketMQError]:
+        """(group, broker address) pairs -> the group's clients as that broker knows them
+        (ConsumerNotOnline when it knows none)."""
+        code = RequestCode.GET_CONSUMER_CONNECTION_LIST
+        answers = await self.remoting.invoke_many([(a, code, {"consumerGroup": g}) for g, a in targets])
+        return [
+            typed_answer(answer, a, ConsumerConnection.from_wire, what="consumer connection", code=code)
+            for answer, (_, a) in zip(answers, targets, strict=True)
+        ]
+
+    async def topic_stats_many(self, targets: list[tuple[str, str]]) -> list[TopicStatsTable | RocketMQError]:
+        """(topic, broker address) pairs -> min and max offsets of the topic's queues there."""
+        code = RequestCode.GET_TOPIC_STATS_INFO
+        answers = await self.remoting.invoke_many([(a, code, {"topic": t}) for t, a in targets])
+        return [
+            typed_answer(answer, a, TopicStatsTable.from_wire, what="topic stats", code=code)
+            for answer, (_, a) in zip(answers, targets, strict=True)
+        ]
+
+    async def running_info_many(
+        self, targets: list[tuple[str, str, str]], *, timeout: float | None = None
+    ) -> list[ConsumerRunningInfo | RocketMQError]:
+        """(group, client id, broker address) -> what each client reports about itself."""
+        code = RequestCode.GET_CONSUMER_RUNNING_INFO
+        requests = [(a, code, {"consumerGroup": g, "clientId": c, "jstackEnable": "false"}) for g, c, a in targets]
+        answers = await self.remoting.invoke_many(requests, timeout=timeout)
+        return [
+            typed_answer(answer, a, ConsumerRunningInfo.from_wire, what="consumer running info", code=code)
+            for answer, (_, _, a) in zip(answers, targets, strict=True)
+        ]
 
     async def consumer_connection(self, group: str, broker_addr: str) -> ConsumerConnection:
         """Online clients of a group as one broker knows them; raises ConsumerNotOnline."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..codes import RequestCode, ResponseCode
-from ..errors import BrokerError, TopicNotFound
+from ..errors import BrokerError, RocketMQError, TopicNotFound, TransportError
 from ..models import (
     BrokerRuntimeInfo,
     BrokerStatsData,
@@ -14,7 +14,7 @@ from ..models import (
     TopicConfig,
     TopicRoute,
 )
-from .base import Operations, parse_body
+from .base import Operations, parse_body, typed_answer
 
 CLUSTER_INFO_TTL = 10.0
 
@@ -61,6 +61,44 @@ class Topology(Operations):
         route = parse_body(response, lambda d: TopicRoute.from_wire(topic, d), what="topic route")
         self._routes[topic] = (now, route)
         return route
+
+    async def topic_routes(self, topics: list[str]) -> dict[str, TopicRoute | RocketMQError]:
+        """Routes of many topics: cached ones from the cache, the others in one pipelined
+        batch to the name servers (the next one for those a name server failed to answer)."""
+        ttl = self.client.config.route_ttl
+        now = time.monotonic()
+        result: dict[str, TopicRoute | RocketMQError] = {}
+        missing = []
+        for topic in dict.fromkeys(topics):
+            cached = self._routes.get(topic)
+            if cached and now - cached[0] < ttl:
+                value = cached[1]
+                result[topic] = (
+                    TopicNotFound(value.code, value.remark, address=value.address, request="cached route")
+                    if isinstance(value, TopicNotFound)
+                    else value
+                )
+            else:
+                missing.append(topic)
+        code = RequestCode.GET_ROUTEINFO_BY_TOPIC
+        for namesrv in self.client.config.namesrv_addrs:
+            if not missing:
+                break
+            answers = await self.remoting.invoke_many(
+                [(namesrv, code, {"topic": t, "acceptStandardJsonOnly": "true"}) for t in missing]
+            )
+            retry = []
+            for topic, answer in zip(missing, answers, strict=True):
+                route = typed_answer(
+                    answer, namesrv, lambda d, t=topic: TopicRoute.from_wire(t, d), what="topic route", code=code
+                )
+                if isinstance(route, TransportError):
+                    retry.append(topic)
+                result[topic] = route
+                if isinstance(route, (TopicRoute, TopicNotFound)):
+                    self._routes[topic] = (now, route)
+            missing = retry
+        return result
 
     def forget_route(self, topic: str | None = None) -> None:
         if topic is None:

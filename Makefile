@@ -1,0 +1,19 @@
+# The two commands a newcomer needs:
+#   make demo   set everything up and run the demo at http://127.0.0.1:8000 (Ctrl-C stops it)
+#   make test   set everything up and run the whole test suite
+.PHONY: demo stop test lint
+
+demo:
+	./scripts/setup.sh demo
+	.venv/bin/python manage.py demo
+
+stop:
+	.venv/bin/python manage.py demo --stop
+
+test:
+	./scripts/setup.sh test
+	./scripts/test.sh
+
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .

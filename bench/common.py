@@ -1,0 +1,77 @@
+"""Shared set-up for the benchmarks: a local cluster with many consumer groups.
+
+Each group gets a subscription group config, its %RETRY% topic (so Java's admin can route
+it, as it does for any group that ever consumed) and committed offsets on every queue of
+one 8-queue topic, with a lag that differs from group to group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from consumers.devstack.rocketmq import LocalRocketMQ
+from consumers.devstack.runtime import ensure_runtime
+from consumers.rocketmq import AdminClient
+from consumers.rocketmq.codes import retry_topic
+from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+
+TOPIC = "T-bench"
+QUEUES = 8
+PREFIX = "bench-group-"
+
+
+def group_names(count: int) -> list[str]:
+    return [f"{PREFIX}{i:04d}" for i in range(count)]
+
+
+def start_cluster(base: Path | None = None) -> LocalRocketMQ:
+    return LocalRocketMQ(ensure_runtime(), base_dir=base or Path(tempfile.mkdtemp(prefix="bench-"))).start()
+
+
+async def _prepare(namesrv: str, groups: list[str], messages_per_queue: int) -> None:
+    async with AdminClient(namesrv, request_timeout=30) as client:
+        masters = list((await client.topology.cluster_info()).masters().values())
+        await client.actions.create_or_update_topic(TopicConfig(TOPIC, QUEUES, QUEUES), masters)
+        broker = next(iter((await client.topology.cluster_info()).masters()))
+        await asyncio.gather(
+            *(
+                client.actions.send_message(TOPIC, f"m{q}-{i}".encode(), queue=MessageQueue(TOPIC, broker, q))
+                for q in range(QUEUES)
+                for i in range(messages_per_queue)
+            )
+        )
+        limit = asyncio.Semaphore(64)
+
+        async def one(index: int, group: str) -> None:
+            async with limit:
+                await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig(group), masters)
+                await client.actions.create_or_update_topic(TopicConfig(retry_topic(group), 1, 1), masters)
+                for q in range(QUEUES):
+                    offset = (index + q) % (messages_per_queue + 1)
+                    await client.actions.update_consumer_offset(group, MessageQueue(TOPIC, broker, q), offset)
+
+        await asyncio.gather(*(one(i, g) for i, g in enumerate(groups)))
+
+
+def prepare_groups(cluster: LocalRocketMQ, count: int, *, messages_per_queue: int = 10) -> list[str]:
+    groups = group_names(count)
+    started = time.monotonic()
+    asyncio.run(_prepare(cluster.namesrv_addr, groups, messages_per_queue))
+    print(f"set-up: {count} groups with offsets on {QUEUES} queues in {time.monotonic() - started:.1f} s")
+    return groups
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def describe(values: list[float]) -> str:
+    return (
+        f"p50 {percentile(values, 50):7.2f}  p95 {percentile(values, 95):7.2f}  "
+        f"mean {statistics.mean(values):7.2f}  (n={len(values)})"
+    )

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Sets up everything the demo ("demo") or the test suite ("test") needs. Idempotent:
+# installs missing Debian packages (when run as root), creates .venv with the exact pins of
+# requirements.txt, resolves Apache RocketMQ and builds the traffic harness with Maven.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+purpose=${1:-demo}
+
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v redis-server >/dev/null || missing+=(redis-server)
+if [ "$purpose" = test ]; then
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing ${missing[*]} ..."
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "Please install these packages first: ${missing[*]}" >&2
+    echo "  sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+python=""
+for candidate in python3.11 python3; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    python=$candidate
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "Python 3.11 is required (python3.11 on PATH)." >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$wanted" ]; then
+  echo "Installing the pinned Python packages ..."
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$wanted" > .venv/.requirements.sha256
+fi
+
+# RocketMQ 5.3.3 jars and the harness jar, cached under .cache/ (offline after the first run)
+.venv/bin/python -c "from consumers.devstack.runtime import ensure_runtime; ensure_runtime()"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, migrations check, every test on SQLite (with the real local
+# RocketMQ, Redis and headless Chromium), then the database tests again on PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
+
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python manage.py makemigrations --check --dry-run
+.venv/bin/python -m pytest "$@"
+echo "--- database tests again, on a throwaway PostgreSQL ---"
+.venv/bin/python -m consumers.devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
+  tests/test_database.py tests/test_auth.py tests/test_views_groups.py tests/test_views_api.py tests/test_tasks.py
