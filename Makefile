@@ -17,3 +17,12 @@ test:
 lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+
+# Benchmarks (each starts what it needs and prints its figures; a few minutes each)
+.PHONY: bench
+bench:
+	./scripts/setup.sh test
+	.venv/bin/python -m bench.bench_fastjson
+	.venv/bin/python -m bench.bench_snapshot
+	.venv/bin/python -m bench.bench_poll
+	.venv/bin/python -m bench.bench_pages

@@ -116,6 +116,7 @@ async def _poll(cluster: Cluster, overrides: dict, redis, history: HistoryStore)
         )
         for group, progress in snapshot.groups.items()
     }
+    docs.update(_unlisted(previous, snapshot))
     samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
     _judge(cluster, docs, samples, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d["stale"] or d["problems"])
@@ -137,6 +138,20 @@ async def _poll(cluster: Cluster, overrides: dict, redis, history: HistoryStore)
     history.append(cluster.name, history_tables(docs))
     meta["duration"] = time.monotonic() - started
     return PollResult(cluster.pk, status, groups=len(docs), duration=meta["duration"])
+
+
+def _unlisted(previous: dict[str, dict], snapshot: ClusterSnapshot) -> dict[str, dict]:
+    """Groups known before that this poll did not list. When a broker could not be read the
+    list is incomplete, so they stay, marked stale with the reason; otherwise they are gone."""
+    failed = [p for p in snapshot.problems if p.scope == "broker"]
+    if not failed:
+        return {}
+    reason = "not listed in this poll: " + "; ".join(f"{p.target}: {p.error}" for p in failed)
+    return {
+        group: {**doc, "stale": True, "stale_reason": reason}
+        for group, doc in previous.items()
+        if group not in snapshot.groups
+    }
 
 
 def _judge(cluster, docs: dict, samples: dict, overrides: dict, redis, polled_at: float) -> None:

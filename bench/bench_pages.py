@@ -1,0 +1,109 @@
+"""Page latency, measured from a second process: the groups list over 1,000 groups and the
+page of a group with 64 queues, p50 and p95 of the server's own time (Server-Timing) and of
+the full round trip.
+
+    python -m bench.bench_pages [--groups 1000] [--requests 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import re
+import subprocess
+import sys
+import time
+
+from bench.common import describe, percentile
+from bench.django_env import setup_django
+from consumers.devstack.processes import free_port
+
+
+def measure(port: int, path: str, cookie: str, count: int, headers: dict | None = None) -> tuple[list, list]:
+    connection = http.client.HTTPConnection("127.0.0.1", port)
+    server, total = [], []
+    for _ in range(count):
+        started = time.perf_counter()
+        connection.request("GET", path, headers={"Cookie": cookie, **(headers or {})})
+        response = connection.getresponse()
+        response.read()
+        total.append((time.perf_counter() - started) * 1000)
+        assert response.status == 200, (path, response.status)
+        server.append(float(re.search(r"dur=([\d.]+)", response.getheader("Server-Timing")).group(1)))
+    return server, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    base, redis = setup_django()
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from consumers.models import Cluster
+    from consumers.redis_client import get_redis
+    from consumers.services.users import create_or_update_user
+    from tests.support.published import group, publish
+
+    user = create_or_update_user("bench", "viewer", "bench-password-123")
+    cluster = Cluster.objects.create(name="bench", namesrv_addrs="127.0.0.1:9876")
+    groups = [
+        group(f"g-{i:04d}", lag=i % 97, queues=8, online=i % 5 != 0, topic=f"topic-{i % 40}")
+        for i in range(args.groups)
+    ]
+    groups.append(group("wide", lag=640, queues=64))
+    publish(cluster, get_redis(), groups)
+    session = SessionStore()
+    session.update(
+        {
+            SESSION_KEY: str(user.pk),
+            BACKEND_SESSION_KEY: settings.AUTHENTICATION_BACKENDS[0],
+            HASH_SESSION_KEY: user.get_session_auth_hash(),
+        }
+    )
+    session.create()
+    cookie = f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
+        cwd=settings.BASE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        pages = {
+            f"groups list ({args.groups + 1} groups, sorted by lag)": ("/groups/", None),
+            "groups list, htmx refresh of the table": ("/groups/", {"HX-Request": "true"}),
+            "group page (64 queues)": ("/groups/bench/wide/", None),
+            "group page, htmx refresh": ("/groups/bench/wide/", {"HX-Request": "true"}),
+        }
+        results = {}
+        for label, (path, headers) in pages.items():
+            measure(port, path, cookie, 10, headers)  # warm up
+            results[label] = measure(port, path, cookie, args.requests, headers)
+    finally:
+        server.terminate()
+        server.wait(10)
+        redis.stop()
+    print(f"\nPage latency from a second process, {args.requests} requests each (ms)")
+    for label, (server_times, totals) in results.items():
+        print(f"  {label}")
+        print(f"    server time  {describe(server_times)}")
+        print(f"    round trip   {describe(totals)}")
+    list_p95 = percentile(results[next(iter(results))][0], 95)
+    detail_p95 = percentile(results["group page (64 queues)"][0], 95)
+    print(f"\nlist p95 {list_p95:.1f} ms (target <= 150), detail p95 {detail_p95:.1f} ms (target <= 50)")
+
+
+if __name__ == "__main__":
+    main()
