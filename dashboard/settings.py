@@ -121,6 +121,8 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
     )
 }
+if not env_str("DATABASE_URL"):
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the default SQLite file lives there
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -94,3 +94,15 @@ def test_the_table_refresh_pauses_while_the_tab_is_hidden(page, live_server, pol
     )
     page.wait_for_timeout(1_000)
     assert requests  # visible again: refreshed at once
+
+
+def test_the_overview_and_clusters_pages(page, live_server, polled, settled):
+    log_in(page, live_server.url)
+    page.goto(live_server.url + "/")
+    assert page.locator("h1").inner_text() == "Overview"
+    assert page.locator(".summary .stat").first.locator("b").inner_text() != "0"
+    page.click("nav >> text=Clusters")
+    page.wait_for_selector("section.cluster")
+    brokers = page.locator("section.cluster tbody tr")
+    assert brokers.count() == 2
+    assert {brokers.nth(i).locator("td").nth(3).inner_text() for i in range(2)} == {"V5_3_3"}

@@ -210,6 +210,26 @@ def test_requests_are_signed_when_credentials_are_given():
     run(scenario())
 
 
+def test_oneway_requests_go_out_flagged_and_wait_for_nothing():
+    async def never(broker, request, writer):
+        return None
+
+    async def scenario():
+        broker = await FakeBroker(never).start()
+        client = client_for(broker.address)
+        await client.oneway(broker.address, 15, {"consumerGroup": "g", "commitOffset": "7"})
+        for _ in range(50):
+            if broker.requests:
+                break
+            await asyncio.sleep(0.01)
+        [request] = broker.requests
+        assert request.is_oneway and request.ext_fields == {"consumerGroup": "g", "commitOffset": "7"}
+        await client.close()
+        await broker.stop()
+
+    run(scenario())
+
+
 def test_credentials_never_show_their_secret():
     assert "12345678" not in repr(Credentials("ak", "12345678"))
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+
 import pytest
 
 from consumers import snapshots, tasks
@@ -46,6 +50,21 @@ def test_a_poll_of_an_unreachable_cluster_fails_cleanly_and_releases_its_lock(cl
     assert redis.get(snapshots.key(clusters[0].pk, "lock")) is None
     meta = snapshots.read_meta(redis, clusters[0].pk)
     assert meta["status"] == "failed" and "last_success_at" not in meta
+
+
+def test_a_cluster_that_never_answers_holds_a_worker_no_longer_than_the_deadline(db, redis, history_dir, settings):
+    # a name server that accepts connections and then says nothing
+    silent = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(silent.accept()), daemon=True).start()
+    settings.ROCKETMQ_POLL_DEADLINE = 2
+    settings.ROCKETMQ_REQUEST_TIMEOUT = 30
+    cluster = Cluster.objects.create(name="silent", namesrv_addrs=f"127.0.0.1:{silent.getsockname()[1]}")
+    started = time.monotonic()
+    result = poll_cluster(cluster)
+    assert result.status == "failed" and "DeadlineExceeded" in result.error
+    assert 1.9 < time.monotonic() - started < 4  # the worker is free again for other clusters
+    silent.close()
 
 
 def test_the_poll_task_ignores_clusters_that_are_gone_or_disabled(clusters, redis):
