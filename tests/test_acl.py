@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 
 from consumers import snapshots
-from consumers.devstack.rocketmq import LocalRocketMQ
 from consumers.models import Cluster
 from consumers.rocketmq import AdminClient, Credentials, NoPermission
-from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from consumers.services.polling import poll_cluster
 from tests.conftest import SESSION_DIR, run
+from tests.support.scenarios import PREPARED_MESSAGES, prepared_cluster
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 USER, PASSWORD = "console", "acl-password-1"
@@ -27,18 +26,15 @@ AUTHENTICATION = {
 
 @pytest.fixture(scope="module")
 def secured(rmq_runtime):
-    local = LocalRocketMQ(rmq_runtime, base_dir=SESSION_DIR / "acl", broker_config=AUTHENTICATION)
-    local.start()
-
-    async def prepare():
-        async with AdminClient(local.namesrv_addr, credentials=Credentials(USER, PASSWORD)) as client:
-            masters = list((await client.topology.cluster_info()).masters().values())
-            await client.actions.create_or_update_topic(TopicConfig("T-acl", 2, 2), masters)
-            await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig("G-acl"), masters)
-            await client.actions.send_message("T-acl", b"x")
-            await client.actions.update_consumer_offset("G-acl", MessageQueue("T-acl", "broker-a", 0), 0)
-
-    run(prepare())
+    local = prepared_cluster(
+        rmq_runtime,
+        SESSION_DIR / "acl",
+        topic="T-acl",
+        group="G-acl",
+        broker_names=("broker-a",),
+        broker_config=AUTHENTICATION,
+        credentials=Credentials(USER, PASSWORD),
+    )
     yield local
     local.stop()
 
@@ -65,7 +61,7 @@ def test_the_console_polls_with_the_clusters_keys_and_shows_when_acl_refuses(
     )
     assert poll_cluster(cluster).status == "ok"
     before = snapshots.read_detail(redis, cluster.pk, "G-acl")
-    assert before["queues"] and before["lag"] == 1
+    assert before["queues"] and before["lag"] == PREPARED_MESSAGES - 2  # offset 1 on each of 2 queues
     cluster.secret_key = "rotated-but-not-here"
     cluster.save()
     assert poll_cluster(cluster).status == "partial"

@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from consumers.devstack.rocketmq import LocalRocketMQ
 from consumers.rocketmq import (
     AdminClient,
     ConnectError,
@@ -18,8 +17,8 @@ from consumers.rocketmq import (
     deadline,
     group_progress,
 )
-from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from tests.conftest import SESSION_DIR, run
+from tests.support.scenarios import prepared_cluster
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 TOPIC, GROUP = "T-faults", "G-faults"
@@ -27,21 +26,7 @@ TOPIC, GROUP = "T-faults", "G-faults"
 
 @pytest.fixture(scope="module")
 def cluster(rmq_runtime):
-    local = LocalRocketMQ(rmq_runtime, broker_names=("broker-a", "broker-b"), base_dir=SESSION_DIR / "faults")
-    local.start()
-
-    async def prepare():
-        async with AdminClient(local.namesrv_addr) as client:
-            masters = list((await client.topology.cluster_info()).masters().values())
-            await client.actions.create_or_update_topic(TopicConfig(TOPIC, 2, 2), masters)
-            await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig(GROUP), masters)
-            for i in range(8):
-                await client.actions.send_message(TOPIC, f"m{i}".encode())
-            for broker in ("broker-a", "broker-b"):
-                for queue in range(2):
-                    await client.actions.update_consumer_offset(GROUP, MessageQueue(TOPIC, broker, queue), 1)
-
-    run(prepare())
+    local = prepared_cluster(rmq_runtime, SESSION_DIR / "faults", topic=TOPIC, group=GROUP)
     yield local
     local.stop()
 

@@ -97,3 +97,49 @@ def settle_groups(harness: Harness, mqadmin: MQAdmin, count: int = 60) -> Groups
     wait_committed(mqadmin, groups.failing.group, topic, diff=0, retry=True)
     time.sleep(2)  # nothing may move any more: a late commit would make comparisons racy
     return groups
+
+
+PREPARED_MESSAGES = 8
+
+
+def prepared_cluster(
+    runtime,
+    base_dir,
+    *,
+    topic: str,
+    group: str,
+    broker_names=("broker-a", "broker-b"),
+    broker_config=None,
+    credentials=None,
+):
+    """A cluster of its own (for tests that stop, freeze or lock down brokers): `topic` with two
+    queues per broker, PREPARED_MESSAGES messages, and `group` with offset 1 committed on
+    every queue. Returns the started cluster; the caller stops it."""
+    import asyncio
+
+    from consumers.devstack.rocketmq import LocalRocketMQ
+    from consumers.rocketmq import AdminClient
+    from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+
+    cluster = LocalRocketMQ(
+        runtime, broker_names=tuple(broker_names), base_dir=base_dir, broker_config=broker_config or {}
+    )
+    cluster.start()
+
+    async def prepare():
+        async with AdminClient(cluster.namesrv_addr, credentials=credentials) as client:
+            masters = list((await client.topology.cluster_info()).masters().values())
+            await client.actions.create_or_update_topic(TopicConfig(topic, 2, 2), masters)
+            await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig(group), masters)
+            for i in range(PREPARED_MESSAGES):
+                await client.actions.send_message(topic, f"m{i}".encode())
+            for broker in broker_names:
+                for queue in range(2):
+                    await client.actions.update_consumer_offset(group, MessageQueue(topic, broker, queue), 1)
+
+    try:
+        asyncio.run(prepare())
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

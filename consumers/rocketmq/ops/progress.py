@@ -28,44 +28,36 @@ class Progress(Operations):
 
     async def consume_stats_many(self, targets: list[tuple[str, str]]) -> list[ConsumeStats | RocketMQError]:
         """(group, broker address) pairs -> each group's consume stats on that broker."""
-        code = RequestCode.GET_CONSUME_STATS
-        answers = await self.remoting.invoke_many([(a, code, {"consumerGroup": g}) for g, a in targets])
-        return [
-            typed_answer(answer, a, ConsumeStats.from_wire, what="consume stats", code=code)
-            for answer, (_, a) in zip(answers, targets, strict=True)
-        ]
+        requests = [(a, {"consumerGroup": g}) for g, a in targets]
+        return await self._many(RequestCode.GET_CONSUME_STATS, requests, ConsumeStats.from_wire, "consume stats")
 
     async def consumer_connections_many(
         self, targets: list[tuple[str, str]]
     ) -> list[ConsumerConnection | RocketMQError]:
         """(group, broker address) pairs -> the group's clients as that broker knows them
         (ConsumerNotOnline when it knows none)."""
+        requests = [(a, {"consumerGroup": g}) for g, a in targets]
         code = RequestCode.GET_CONSUMER_CONNECTION_LIST
-        answers = await self.remoting.invoke_many([(a, code, {"consumerGroup": g}) for g, a in targets])
-        return [
-            typed_answer(answer, a, ConsumerConnection.from_wire, what="consumer connection", code=code)
-            for answer, (_, a) in zip(answers, targets, strict=True)
-        ]
+        return await self._many(code, requests, ConsumerConnection.from_wire, "consumer connection")
 
     async def topic_stats_many(self, targets: list[tuple[str, str]]) -> list[TopicStatsTable | RocketMQError]:
         """(topic, broker address) pairs -> min and max offsets of the topic's queues there."""
-        code = RequestCode.GET_TOPIC_STATS_INFO
-        answers = await self.remoting.invoke_many([(a, code, {"topic": t}) for t, a in targets])
-        return [
-            typed_answer(answer, a, TopicStatsTable.from_wire, what="topic stats", code=code)
-            for answer, (_, a) in zip(answers, targets, strict=True)
-        ]
+        requests = [(a, {"topic": t}) for t, a in targets]
+        return await self._many(RequestCode.GET_TOPIC_STATS_INFO, requests, TopicStatsTable.from_wire, "topic stats")
 
     async def running_info_many(
         self, targets: list[tuple[str, str, str]], *, timeout: float | None = None
     ) -> list[ConsumerRunningInfo | RocketMQError]:
         """(group, client id, broker address) -> what each client reports about itself."""
+        requests = [(a, {"consumerGroup": g, "clientId": c, "jstackEnable": "false"}) for g, c, a in targets]
         code = RequestCode.GET_CONSUMER_RUNNING_INFO
-        requests = [(a, code, {"consumerGroup": g, "clientId": c, "jstackEnable": "false"}) for g, c, a in targets]
-        answers = await self.remoting.invoke_many(requests, timeout=timeout)
+        return await self._many(code, requests, ConsumerRunningInfo.from_wire, "consumer running info", timeout=timeout)
+
+    async def _many(self, code: int, requests: list[tuple[str, dict]], build, what: str, *, timeout=None) -> list:
+        answers = await self.remoting.invoke_many([(a, code, fields) for a, fields in requests], timeout=timeout)
         return [
-            typed_answer(answer, a, ConsumerRunningInfo.from_wire, what="consumer running info", code=code)
-            for answer, (_, _, a) in zip(answers, targets, strict=True)
+            typed_answer(answer, address, build, what=what, code=code)
+            for answer, (address, _) in zip(answers, requests, strict=True)
         ]
 
     async def consumer_connection(self, group: str, broker_addr: str) -> ConsumerConnection:
