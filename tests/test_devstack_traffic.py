@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from consumers.devstack.mqadmin import parse_consumer_progress, parse_topic_status
+from tests.support.scenarios import wait_committed
 
 pytestmark = pytest.mark.broker
 
@@ -19,7 +20,11 @@ def test_lagging_group_diff_equals_what_the_harness_left_unconsumed(traffic, mqa
     first = traffic.produce(topic, 100)
     lagging = traffic.consume(group, topic, mode="lagging", stopAfter=37)
     lagging.wait_acked(37)
-    lagging.stop()  # shutdown persists the committed offsets
+    # Wait for the commit while still online. Offset commits are oneway: the periodic one
+    # repeats every second, the one at shutdown gets one chance, and CI once saw it lost
+    # (the broker kept offsets 25 behind what the consumer had acknowledged).
+    wait_committed(mqadmin, group, topic, diff=100 - 37)
+    lagging.stop()
     second = traffic.produce(topic, 25)
 
     sent = first.sent + second.sent

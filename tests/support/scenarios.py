@@ -77,7 +77,6 @@ def settle_groups(harness: Harness, mqadmin: MQAdmin, count: int = 60) -> Groups
     )
     groups.doomed = {m.msg_id for m in produced.sent if int(m.key.rsplit("-", 1)[1]) % 5 == 0}
     groups.lagging.wait_acked(20)
-    groups.lagging.stop()
     groups.healthy.wait_acked(count, timeout=90)
     groups.stalled.wait_acked(count - 1, timeout=90)
     groups.failing.wait_acked(count - len(groups.doomed), timeout=90)
@@ -89,7 +88,9 @@ def settle_groups(harness: Harness, mqadmin: MQAdmin, count: int = 60) -> Groups
 
     wait(failing_done, 60, "every doomed message failed three times")
     wait_committed(mqadmin, groups.healthy.group, topic, diff=0, retry=True)
+    # committed while online, then stopped: the oneway commit at shutdown can be lost
     wait_committed(mqadmin, groups.lagging.group, topic, diff=count - 20)
+    groups.lagging.stop()
     # the held message pins its queue: everything from it to the end of that queue is lag
     held = next(m for m in produced.sent if m.key == stalled_key)
     pinned = sum(1 for m in produced.sent if (m.broker, m.queue_id) == (held.broker, held.queue_id))
