@@ -5,10 +5,10 @@
 
 demo:
 	./scripts/setup.sh demo
-	.venv/bin/python manage.py demo
+	.venv/bin/python -m devstack.demo
 
 stop:
-	.venv/bin/python manage.py demo --stop
+	.venv/bin/python -m devstack.demo --stop
 
 test:
 	./scripts/setup.sh test

@@ -16,7 +16,7 @@ import time
 
 from bench.common import describe, percentile
 from bench.django_env import setup_django
-from consumers.devstack.processes import free_port
+from devstack.processes import free_port
 
 
 def measure(port: int, path: str, cookie: str, count: int, headers: dict | None = None) -> tuple[list, list]:
@@ -45,8 +45,8 @@ def main() -> None:
 
     from consumers.models import Cluster
     from consumers.redis_client import get_redis
-    from consumers.services.users import create_or_update_user
-    from tests.support.published import group, publish
+    from consumers.users import create_or_update_user
+    from devstack.synthetic import group, publish
 
     user = create_or_update_user("bench", "viewer", "bench-password-123")
     cluster = Cluster.objects.create(name="bench", namesrv_addrs="127.0.0.1:9876")

@@ -19,10 +19,11 @@ def main() -> None:
     parser.add_argument("--polls", type=int, default=6)
     args = parser.parse_args()
     _, redis = setup_django()
-    from consumers import snapshots
+    from consumers.live import snapshots
+    from consumers.live.config import history_store
+    from consumers.live.poll import poll_cluster
     from consumers.models import Cluster
     from consumers.redis_client import get_redis
-    from consumers.services.polling import history_store, poll_cluster
 
     cluster_process = start_cluster()
     try:

@@ -23,11 +23,11 @@ import subprocess
 import time
 
 from bench.common import prepare_groups, start_cluster
-from consumers.devstack.runtime import ensure_runtime
 from consumers.rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, cluster_snapshot
 from consumers.rocketmq.codes import RequestCode, retry_topic
 from consumers.rocketmq.frame import FrameDecoder, RemotingCommand, encode
 from consumers.rocketmq.message import split_address
+from devstack.runtime import ensure_runtime
 
 
 async def ours(namesrv: str, groups: list[str], rounds: int) -> float:

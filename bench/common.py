@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from consumers.devstack.rocketmq import LocalRocketMQ
-from consumers.devstack.runtime import ensure_runtime
 from consumers.rocketmq import AdminClient
 from consumers.rocketmq.codes import retry_topic
 from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from devstack.rocketmq import LocalRocketMQ
+from devstack.runtime import ensure_runtime
 
 TOPIC = "T-bench"
 QUEUES = 8

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from consumers.devstack.redis import LocalRedis
+from devstack.redis import LocalRedis
 
 
 def setup_django(*, debug: bool = False) -> tuple[Path, LocalRedis]:

@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from .models import Cluster, HealthOverride
+from .models import Cluster, HealthOverride, KnownBroker
 
 
 class ClusterForm(forms.ModelForm):
@@ -22,8 +22,22 @@ class HealthOverrideInline(admin.TabularInline):
     extra = 0
 
 
+class KnownBrokerInline(admin.TabularInline):
+    """Brokers seen in this cluster. A broker that is gone for good is removed here (delete);
+    until then a broker the name server no longer lists is shown as missing."""
+
+    model = KnownBroker
+    extra = 0
+    fields = ["name", "address", "broker_cluster", "role", "first_seen", "last_seen", "missing_since"]
+    readonly_fields = fields
+    verbose_name_plural = "known brokers (tick delete to forget a broker that is gone for good)"
+
+    def has_add_permission(self, request, obj=None):
+        return False  # brokers are learned from the name server, never typed in
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
     list_display = ["name", "namesrv_addrs", "poll_interval", "enabled", "read_only", "uses_acl"]
-    inlines = [HealthOverrideInline]
+    inlines = [KnownBrokerInline, HealthOverrideInline]

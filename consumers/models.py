@@ -1,7 +1,7 @@
 """Database models: clusters the console watches.
 
 Snapshots and history do not live here: the latest snapshot is in Redis and the history in
-Parquet files (see consumers/snapshots.py and consumers/history.py).
+Parquet files (see consumers/live/snapshots.py and consumers/live/history.py).
 """
 
 from __future__ import annotations
@@ -10,21 +10,17 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from .rocketmq import Credentials
+from .rocketmq import Credentials, split_namesrv_list
 
 
 def validate_namesrv_addrs(value: str) -> None:
-    addresses = split_addresses(value)
+    addresses = split_namesrv_list(value)
     if not addresses:
         raise ValidationError("Give at least one name server address, host:port.")
     for address in addresses:
         host, sep, port = address.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValidationError(f"{address!r} is not host:port.")
-
-
-def split_addresses(value: str) -> list[str]:
-    return [a.strip() for a in value.replace(",", ";").split(";") if a.strip()]
 
 
 class Cluster(models.Model):
@@ -61,7 +57,7 @@ class Cluster(models.Model):
 
     @property
     def namesrv_list(self) -> list[str]:
-        return split_addresses(self.namesrv_addrs)
+        return split_namesrv_list(self.namesrv_addrs)
 
     @property
     def credentials(self) -> Credentials | None:
@@ -98,3 +94,25 @@ class HealthOverride(models.Model):
             "min_lag": self.min_lag,
             "retry_rate_per_minute": self.retry_rate_per_minute,
         }
+
+
+class KnownBroker(models.Model):
+    """A broker master the console has seen in a cluster. It is kept when the name server
+    stops listing it, so a dead broker shows as missing instead of silently vanishing, until
+    an admin removes it or it has been missing for BROKER_FORGET_AFTER_SECONDS."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="known_brokers")
+    name = models.CharField(max_length=255)
+    address = models.CharField(max_length=255)
+    role = models.CharField(max_length=16, default="master")
+    broker_cluster = models.CharField("RocketMQ cluster", max_length=255, blank=True)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    missing_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="one_known_broker_per_name")]
+        ordering = ["cluster", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"

@@ -10,7 +10,19 @@ from __future__ import annotations
 VIEW = "view_console"
 REQUEST = "request_change"
 APPROVE = "approve_change"
-CLUSTER_MODEL_PERMISSIONS = ["add_cluster", "change_cluster", "delete_cluster", "view_cluster"]
+CLUSTER_MODEL_PERMISSIONS = [
+    "add_cluster",
+    "change_cluster",
+    "delete_cluster",
+    "view_cluster",
+    # managed on the cluster's admin page: per-group health overrides, and brokers to forget
+    "add_healthoverride",
+    "change_healthoverride",
+    "delete_healthoverride",
+    "view_healthoverride",
+    "view_knownbroker",
+    "delete_knownbroker",
+]
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
     "viewer": [VIEW],

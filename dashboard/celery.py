@@ -8,6 +8,9 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
+# Each feature package of the console keeps its own tasks module.
+FEATURE_PACKAGES = ["consumers.live"]
+
 app = Celery("dashboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app.autodiscover_tasks(FEATURE_PACKAGES)

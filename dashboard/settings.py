@@ -84,6 +84,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "consumers.middleware.ServerTimingMiddleware",
+    "consumers.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -172,18 +173,25 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     # cheap: finds the clusters whose poll interval has passed and enqueues their polls
-    "dispatch-polls": {"task": "consumers.tasks.dispatch_polls", "schedule": 2.0},
-    "maintain-history": {"task": "consumers.tasks.maintain_history", "schedule": 600.0},
+    "dispatch-polls": {"task": "consumers.live.tasks.dispatch_polls", "schedule": 0.5},
+    "maintain-history": {"task": "consumers.live.tasks.maintain_history", "schedule": 600.0},
 }
 
 # RocketMQ
 # The cluster the demo (and a fresh install) starts with; more are added in the admin.
 ROCKETMQ_DEFAULT_CLUSTER_NAME = env_str("ROCKETMQ_CLUSTER_NAME", "local")
-ROCKETMQ_DEFAULT_NAMESRV = env_str("ROCKETMQ_NAMESRV", "127.0.0.1:9876")
 ROCKETMQ_POLL_INTERVAL = env_int("ROCKETMQ_POLL_INTERVAL", 15)
 ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
+ROCKETMQ_CONNECT_TIMEOUT = float(env_str("ROCKETMQ_CONNECT_TIMEOUT", "3"))
 # A poll of one cluster never takes longer than this; what it could not read is marked.
 ROCKETMQ_POLL_DEADLINE = env_int("ROCKETMQ_POLL_DEADLINE", 12)
+# Each broker's first reads in a poll must answer within this, or the broker is "failing"
+# for that poll and left out, so one hung broker does not blind the others.
+ROCKETMQ_BROKER_DEADLINE = float(env_str("ROCKETMQ_BROKER_DEADLINE", "3"))
+# A value older than poll interval + poll deadline + this margin is stale.
+STALE_MARGIN_SECONDS = env_int("STALE_MARGIN_SECONDS", 5)
+# A broker the name server stopped listing is shown as missing until removed, or this long.
+BROKER_FORGET_AFTER_SECONDS = env_int("BROKER_FORGET_AFTER_SECONDS", 24 * 3600)
 # requests in flight at once during a poll (pipelined over one connection per broker)
 ROCKETMQ_POLL_CONCURRENCY = env_int("ROCKETMQ_POLL_CONCURRENCY", 512)
 # Lag-in-seconds lookups (one message read each) a poll may make beyond its cache.

@@ -8,3 +8,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("consumers.urls")),
 ]
+
+# JSON errors under /api/, the usual pages elsewhere
+handler400 = "consumers.access.handle_400"
+handler403 = "consumers.access.handle_403"
+handler404 = "consumers.access.handle_404"
+handler500 = "consumers.access.handle_500"

@@ -46,4 +46,4 @@ if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$wanted" ]; then
 fi
 
 # RocketMQ 5.3.3 jars and the harness jar, cached under .cache/ (offline after the first run)
-.venv/bin/python -c "from consumers.devstack.runtime import ensure_runtime; ensure_runtime()"
+.venv/bin/python -c "from devstack.runtime import ensure_runtime; ensure_runtime()"

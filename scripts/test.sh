@@ -10,5 +10,6 @@ export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
 .venv/bin/python manage.py makemigrations --check --dry-run
 .venv/bin/python -m pytest "$@"
 echo "--- database tests again, on a throwaway PostgreSQL ---"
-.venv/bin/python -m consumers.devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
-  tests/test_database.py tests/test_auth.py tests/test_views_groups.py tests/test_views_api.py tests/test_tasks.py
+.venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
+  tests/test_database.py tests/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
+  tests/test_models.py

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from consumers.devstack.mqadmin import MQAdmin
-from consumers.devstack.processes import stop_all
-from consumers.devstack.redis import LocalRedis
-from consumers.devstack.rocketmq import LocalRocketMQ, run_coroutine
-from consumers.devstack.runtime import ensure_runtime
-from consumers.devstack.traffic import Harness
 from consumers.rocketmq import AdminClient
+from devstack.mqadmin import MQAdmin
+from devstack.processes import stop_all
+from devstack.redis import LocalRedis
+from devstack.rocketmq import LocalRocketMQ, run_coroutine
+from devstack.runtime import ensure_runtime
+from devstack.traffic import Harness
 from tests.support.scenarios import settle_groups
 
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="console-tests-"))
@@ -186,7 +186,7 @@ def personas(db):
     """One user per role, and one with no role at all."""
     from django.contrib.auth import get_user_model
 
-    from consumers.services.users import create_or_update_user, ensure_roles
+    from consumers.users import create_or_update_user, ensure_roles
 
     ensure_roles()  # transactional tests start from an emptied database
     users = {role: create_or_update_user(role, role, PASSWORD) for role in ("viewer", "operator", "approver", "admin")}

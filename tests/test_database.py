@@ -1,5 +1,5 @@
 """The suite runs on the database DATABASE_URL names: SQLite by default, PostgreSQL when
-`make test` reruns the database tests through consumers.devstack.postgres."""
+`make test` reruns the database tests through devstack.postgres."""
 
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def test_saving_the_admin_form_without_a_secret_keeps_the_stored_one(db, client,
         "poll_interval": 15,
         "enabled": "on",
     }
-    form.update({"health_overrides-TOTAL_FORMS": 0, "health_overrides-INITIAL_FORMS": 0})
+    for inline in ("health_overrides", "known_brokers"):
+        form.update({f"{inline}-TOTAL_FORMS": 0, f"{inline}-INITIAL_FORMS": 0})
     response = client.post(f"/admin/consumers/cluster/{cluster.pk}/change/", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     cluster.refresh_from_db()

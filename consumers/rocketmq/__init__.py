@@ -23,7 +23,7 @@ from .errors import (
     TopicNotFound,
     TransportError,
 )
-from .remoting import ClientConfig, deadline
+from .remoting import ClientConfig, deadline, split_namesrv_list
 from .snapshot import ClusterSnapshot, GroupProgress, Problem, QueueProgress, cluster_snapshot, group_progress
 
 __all__ = [
@@ -53,4 +53,5 @@ __all__ = [
     "cluster_snapshot",
     "deadline",
     "group_progress",
+    "split_namesrv_list",
 ]

@@ -15,6 +15,7 @@ import json
 import sys
 
 from .client import AdminClient
+from .codes import ResponseCode
 from .errors import RocketMQError
 from .snapshot import GroupProgress, cluster_snapshot, group_progress
 
@@ -59,10 +60,33 @@ def _jsonable(value):
     return value
 
 
+def _empty_progress(progress: GroupProgress) -> str | None:
+    """Why a group without any committed offset has no progress to print, as mqadmin says it
+    (it fails rather than print an empty table with a total of 0)."""
+    if progress.queues or any(p.scope == "group" for p in progress.problems):
+        return None
+    connection = progress.connection
+    if connection is not None and connection.message_model == "BROADCASTING":
+        return (
+            f"CODE: {ResponseCode.BROADCAST_CONSUMPTION} no consume stats for {progress.group}: "
+            "the consumer is under the broadcast mode (its offsets live on the clients)"
+        )
+    if not progress.online:
+        return (
+            f"CODE: {ResponseCode.CONSUMER_NOT_ONLINE} no consume stats for {progress.group}: "
+            "the offset table is empty, maybe the consumer is not online"
+        )
+    return None
+
+
 async def _run(args: argparse.Namespace) -> int:
     async with AdminClient(args.namesrv, request_timeout=args.timeout) as client:
         if args.command == "progress":
             progress = await group_progress(client, args.group)
+            refusal = _empty_progress(progress)
+            if refusal:
+                print(f"error: {refusal}", file=sys.stderr)
+                return 2
             print(json.dumps(_jsonable(progress), indent=2) if args.json else format_progress(progress))
         elif args.command == "cluster":
             info = await client.topology.cluster_info()

@@ -53,6 +53,11 @@ def remaining_time() -> float | None:
     return None if at is None else at - time.monotonic()
 
 
+def split_namesrv_list(value: str) -> list[str]:
+    """Name server addresses as RocketMQ writes them: host:port separated by ';' (or ',')."""
+    return [a.strip() for a in value.replace(",", ";").split(";") if a.strip()]
+
+
 @dataclass
 class ClientConfig:
     namesrv_addrs: list[str]
@@ -69,7 +74,7 @@ class ClientConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.namesrv_addrs, str):
-            self.namesrv_addrs = [a.strip() for a in self.namesrv_addrs.replace(",", ";").split(";") if a.strip()]
+            self.namesrv_addrs = split_namesrv_list(self.namesrv_addrs)
         if not self.namesrv_addrs:
             raise ValueError("at least one name server address is required")
         for address in self.namesrv_addrs:

@@ -10,11 +10,13 @@ read is listed in the group's `problems` and its numbers stay None: unknown is n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 
 from .codes import RETRY_PREFIX, retry_topic
-from .errors import ConsumerNotOnline, RocketMQError, TopicNotFound, TransportError
+from .errors import BrokerError, ConsumerNotOnline, RocketMQError, TopicNotFound, TransportError
 from .models import (
     BrokerRuntimeInfo,
     ClusterInfo,
@@ -27,6 +29,7 @@ from .models import (
     TopicStatsTable,
     is_system_group,
 )
+from .remoting import deadline
 
 # A broker waits up to 10 s for a client to answer a running-info call.
 RUNNING_INFO_TIMEOUT = 12.0
@@ -125,7 +128,8 @@ class BrokerStatus:
     name: str
     address: str
     runtime: BrokerRuntimeInfo | None = None
-    error: Problem | None = None
+    error: Problem | None = None  # the broker could not be read: left out of the poll
+    runtime_error: str | None = None  # only its runtime figures could not be read
 
 
 @dataclass(slots=True)
@@ -150,25 +154,41 @@ async def cluster_snapshot(
     groups: list[str] | None = None,
     running_info: bool = True,
     include_system_groups: bool = False,
+    broker_deadline: float | None = None,
 ) -> ClusterSnapshot:
-    """Every group's progress. Raises only when the name server cannot be read at all."""
+    """Every group's progress. Raises only when the name server cannot be read at all.
+
+    Each broker is first probed on its own, under `broker_deadline`, all at once: a broker
+    that does not answer (dead, hung, refusing) fails alone, is named in the problems, and is
+    left out of the rest of the reads, so one hung broker costs one probe, not the poll."""
     started = time.monotonic()
     fetched_at = time.time()
     info = await client.topology.cluster_info()
     masters = info.masters(cluster)
     brokers = {name: BrokerStatus(name, address) for name, address in masters.items()}
-    problems: list[Problem] = []
-    names: set[str] = set(groups or [])
-    for status in brokers.values():
+
+    async def probe(status: BrokerStatus) -> list[str]:
         try:
-            status.runtime = await client.topology.broker_runtime_info(status.address)
-            if groups is None:
-                found = await client.topology.subscription_groups(status.address)
-                names.update(g for g in found if include_system_groups or not is_system_group(g))
+            with deadline(broker_deadline) if broker_deadline else contextlib.nullcontext():
+                try:
+                    status.runtime = await client.topology.broker_runtime_info(status.address)
+                except BrokerError as exc:
+                    # it answered, so its queues can be read; only its runtime figures are unknown
+                    # (5.3 answers SYSTEM_ERROR here for a moment after it boots)
+                    status.runtime_error = f"{type(exc).__name__}: {exc}"
+                return await client.topology.subscription_groups(status.address) if groups is None else []
         except RocketMQError as exc:
             status.error = Problem.of("broker", status.name, exc)
-            problems.append(status.error)
-    progress = await read_groups(client, sorted(names), masters=masters, running_info=running_info)
+            return []
+
+    names: set[str] = set(groups or [])
+    for found in await asyncio.gather(*(probe(s) for s in brokers.values())):
+        names.update(g for g in found if include_system_groups or not is_system_group(g))
+    problems = [s.error for s in brokers.values() if s.error]
+    unreadable = {s.name: s.error for s in brokers.values() if s.error}
+    progress = await read_groups(
+        client, sorted(names), masters=masters, running_info=running_info, unreadable=unreadable
+    )
     return ClusterSnapshot(
         fetched_at=fetched_at,
         duration=time.monotonic() - started,
@@ -180,20 +200,33 @@ async def cluster_snapshot(
 
 
 async def read_groups(
-    client, groups: list[str], *, masters: dict[str, str], running_info: bool = True
+    client,
+    groups: list[str],
+    *,
+    masters: dict[str, str],
+    running_info: bool = True,
+    unreadable: dict[str, Problem] | None = None,
 ) -> dict[str, GroupProgress]:
-    """The progress of every given group, read in pipelined phases over all of them."""
+    """The progress of every given group, read in pipelined phases over all of them.
+
+    Brokers in `unreadable` (and any broker that times out on every request of the first
+    phase) are not asked again: each group on them gets that broker's problem instead."""
     now = time.time()
+    unreadable = dict(unreadable or {})
     result = {g: GroupProgress(group=g, fetched_at=now) for g in groups}
     await _locate(client, result, masters)
 
     # consume stats on each master of a group, its connection list from its first master
-    stats_targets = [(g, name) for g, p in result.items() for name in sorted(p.brokers)]
-    connection_order = {g: sorted(p.brokers) for g, p in result.items()}
+    stats_targets = [(g, name) for g, p in result.items() for name in sorted(p.brokers) if name not in unreadable]
     stats = await client.progress.consume_stats_many([(g, result[g].brokers[b]) for g, b in stats_targets])
+    unreadable.update(_silent_brokers(stats_targets, stats))
     offsets: dict[str, dict] = {g: {} for g in groups}
     for (group, broker), answer in zip(stats_targets, stats, strict=True):
-        _take_stats(result[group], broker, answer, offsets[group])
+        if broker not in unreadable:
+            _take_stats(result[group], broker, answer, offsets[group])
+    for progress in result.values():
+        progress.problems += [unreadable[b] for b in sorted(progress.brokers) if b in unreadable]
+    connection_order = {g: [b for b in sorted(p.brokers) if b not in unreadable] for g, p in result.items()}
     relay = await _connections(client, result, connection_order)
     for group, progress in result.items():
         if progress.brokers and not offsets[group] and _all_failed(progress):
@@ -203,8 +236,8 @@ async def read_groups(
 
     if running_info:
         await _running_info(client, result, relay)
-    await _uncommitted(client, result, offsets)
-    await _bounds(client, result, offsets)
+    await _uncommitted(client, result, offsets, unreadable)
+    await _bounds(client, result, offsets, unreadable)
     for group, progress in result.items():
         holders = _holders(progress.running_info)
         progress.queues = [
@@ -245,6 +278,18 @@ def _take_stats(progress: GroupProgress, broker: str, answer: ConsumeStats | Roc
     offsets.update(answer.offsets)
     if answer.consume_tps is not None:
         progress.consume_tps = (progress.consume_tps or 0.0) + answer.consume_tps
+
+
+def _silent_brokers(targets: list[tuple[str, str]], answers: list) -> dict[str, Problem]:
+    """Brokers that failed at the transport level on every request sent to them."""
+    failed: dict[str, Problem] = {}
+    answered: set[str] = set()
+    for (_, broker), answer in zip(targets, answers, strict=True):
+        if isinstance(answer, TransportError):
+            failed.setdefault(broker, Problem.of("broker", broker, answer))
+        else:
+            answered.add(broker)
+    return {b: p for b, p in failed.items() if b not in answered}
 
 
 def _all_failed(progress: GroupProgress) -> bool:
@@ -298,7 +343,9 @@ async def _running_info(client, result: dict[str, GroupProgress], relay: dict[st
             result[group].running_info[client_id] = answer
 
 
-async def _uncommitted(client, result: dict[str, GroupProgress], offsets: dict[str, dict]) -> None:
+async def _uncommitted(
+    client, result: dict[str, GroupProgress], offsets: dict[str, dict], unreadable: dict[str, Problem]
+) -> None:
     subscribed = {
         group: sorted(t for t in progress.connection.subscriptions if not t.startswith(RETRY_PREFIX))
         for group, progress in result.items()
@@ -315,17 +362,21 @@ async def _uncommitted(client, result: dict[str, GroupProgress], offsets: dict[s
                 progress.problems.append(Problem.of("route", topic, route))
                 continue
             progress.uncommitted += [
-                mq for mq in route.read_queues() if mq not in offsets[group] and mq.broker_name in progress.brokers
+                mq
+                for mq in route.read_queues()
+                if mq not in offsets[group] and mq.broker_name in progress.brokers and mq.broker_name not in unreadable
             ]
 
 
-async def _bounds(client, result: dict[str, GroupProgress], offsets: dict[str, dict]) -> None:
+async def _bounds(
+    client, result: dict[str, GroupProgress], offsets: dict[str, dict], unreadable: dict[str, Problem]
+) -> None:
     """Min and max offsets of every queue any group needs: one request per topic and broker."""
     wanted: dict[str, set] = {}
     for group, progress in result.items():
         queues = set(offsets[group]) | set(progress.uncommitted)
         queues |= {mq for info in progress.running_info.values() for mq in info.mq_table}
-        wanted[group] = {mq for mq in queues if mq.broker_name in progress.brokers}
+        wanted[group] = {mq for mq in queues if mq.broker_name in progress.brokers and mq.broker_name not in unreadable}
     pairs = sorted(
         {(mq.topic, mq.broker_name, result[g].brokers[mq.broker_name]) for g, qs in wanted.items() for mq in qs}
     )

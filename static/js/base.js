@@ -1,5 +1,11 @@
-// Pause htmx polling while the tab is hidden: every element polled with
-// hx-trigger="every Ns [!document.hidden]" skips its turn, and on return we refresh at once.
+// Pause htmx polling while the tab is hidden: a polled element's request is cancelled while
+// the tab is hidden, and on return we refresh at once. (Done here rather than with an htmx
+// trigger filter, which htmx evaluates with eval: the Content-Security-Policy forbids it.)
+document.addEventListener("htmx:confirm", function (event) {
+  if (document.hidden && event.detail.elt.hasAttribute("data-refresh-on-visible")) {
+    event.preventDefault();
+  }
+});
 document.addEventListener("visibilitychange", function () {
   if (!document.hidden) {
     document.querySelectorAll("[data-refresh-on-visible]").forEach(function (el) {

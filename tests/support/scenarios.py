@@ -8,8 +8,8 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from consumers.devstack.mqadmin import MQAdmin, parse_consumer_progress, parse_topic_status
-from consumers.devstack.traffic import ConsumerRun, Harness, ProducerRun
+from devstack.mqadmin import MQAdmin, parse_consumer_progress, parse_topic_status
+from devstack.traffic import ConsumerRun, Harness, ProducerRun
 
 
 @dataclass
@@ -118,9 +118,9 @@ def prepared_cluster(
     every queue. Returns the started cluster; the caller stops it."""
     import asyncio
 
-    from consumers.devstack.rocketmq import LocalRocketMQ
     from consumers.rocketmq import AdminClient
     from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+    from devstack.rocketmq import LocalRocketMQ
 
     cluster = LocalRocketMQ(
         runtime, broker_names=tuple(broker_names), base_dir=base_dir, broker_config=broker_config or {}

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from consumers.roles import ROLES
-from consumers.services.users import RoleError, create_or_update_user
+from consumers.users import RoleError, create_or_update_user
 
 
 class Command(BaseCommand):

@@ -52,6 +52,7 @@ final class Producers {
             producer.setCompressType(CompressionType.of(cmd.getString("compressType")));
         }
         int sent = 0;
+        int failures = 0;
         try {
             producer.start();
             long started = System.nanoTime();
@@ -72,8 +73,30 @@ final class Producers {
                 String key = keyPrefix + i;
                 Message message = new Message(topic, tag, key, body);
                 message.putUserProperty("seq", Integer.toString(i));
-                SendResult result = queueId == null ? producer.send(message)
-                    : producer.send(message, new MessageQueue(topic, brokerOf(producer, topic), queueId));
+                SendResult result;
+                try {
+                    result = queueId == null ? producer.send(message)
+                        : producer.send(message, new MessageQueue(topic, brokerOf(producer, topic), queueId));
+                } catch (InterruptedException e) {
+                    throw e;
+                } catch (Exception e) {
+                    if (count >= 0) {
+                        throw e;  // a counted run reports exactly what it sent: stop at the first failure
+                    }
+                    // an endless run (the demo) outlives a broker that dies or hangs: report, wait,
+                    // send the same message again, and restart the rate schedule from now
+                    failures++;
+                    if (failures == 1 || failures % 60 == 0) {
+                        JSONObject retrying = Events.event("send-retrying", id);
+                        retrying.put("failures", failures);
+                        retrying.put("cause", e.toString());
+                        Events.emit(retrying);
+                    }
+                    Thread.sleep(1000);
+                    i--;
+                    started = System.nanoTime() - (long) ((i + 1) * 1e9 / Math.max(rate, 1e-9));
+                    continue;
+                }
                 sent++;
                 if (!quiet) {
                     JSONObject event = Events.event("sent", id);

@@ -1,0 +1,1 @@
+"""Reaching a cluster: every feature gets its admin client through `connect`."""

@@ -1,0 +1,74 @@
+"""The one way any feature reaches a RocketMQ cluster.
+
+`run_on_cluster(cluster, work)` opens an `AdminClient` configured from settings and the
+cluster's row (name servers, ACL credentials), runs `work(client)` in a fresh event loop under
+a total deadline, and closes the connections. Views, tasks and services are synchronous
+Django code; this is the only place that crosses into asyncio for broker work, so timeouts,
+credentials and the read-only flag are applied the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+from django.conf import settings
+
+from ..models import Cluster
+from ..rocketmq import AdminClient, ClientConfig, deadline
+
+T = TypeVar("T")
+
+
+class ReadOnlyCluster(Exception):
+    """A mutation was asked of a cluster marked read-only."""
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(f"cluster {cluster.name} is read-only: no resets or redrives")
+        self.cluster = cluster
+
+
+def client_config(cluster: Cluster) -> ClientConfig:
+    return ClientConfig(
+        namesrv_addrs=cluster.namesrv_list,
+        credentials=cluster.credentials,
+        request_timeout=settings.ROCKETMQ_REQUEST_TIMEOUT,
+        connect_timeout=min(settings.ROCKETMQ_CONNECT_TIMEOUT, settings.ROCKETMQ_REQUEST_TIMEOUT),
+        max_in_flight=settings.ROCKETMQ_POLL_CONCURRENCY,
+    )
+
+
+def check_writable(cluster: Cluster) -> None:
+    """Raise ReadOnlyCluster for a cluster that refuses mutations."""
+    if cluster.read_only:
+        raise ReadOnlyCluster(cluster)
+
+
+@contextlib.asynccontextmanager
+async def open_client(cluster: Cluster) -> AsyncIterator[AdminClient]:
+    """An admin client for the cluster, closed on exit; for code already inside an event loop."""
+    async with AdminClient(config=client_config(cluster)) as client:
+        yield client
+
+
+def run_on_cluster(
+    cluster: Cluster,
+    work: Callable[[AdminClient], Awaitable[T]],
+    *,
+    seconds: float | None = None,
+    mutation: bool = False,
+) -> T:
+    """Run `work(client)` against the cluster from synchronous code, within `seconds` in all
+    (ROCKETMQ_POLL_DEADLINE by default). A mutation on a read-only cluster is refused before
+    any connection is made."""
+    if mutation:
+        check_writable(cluster)
+
+    async def bounded() -> T:
+        async with open_client(cluster) as client:
+            with deadline(settings.ROCKETMQ_POLL_DEADLINE if seconds is None else seconds):
+                return await work(client)
+
+    return asyncio.run(bounded())

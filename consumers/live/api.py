@@ -1,0 +1,62 @@
+"""/api/: the live view's data as JSON, for scripts. Same selectors as the pages, so `stale`,
+`stale_reason`, `age_seconds` and health agree with what the pages show."""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+
+from ..access import api_view, json_error
+from ..models import Cluster
+from ..redis_client import get_redis
+from . import selectors
+from .forms import GroupFilterForm
+
+
+@api_view
+def clusters(request):
+    states = selectors.cluster_states(get_redis())
+    return JsonResponse(
+        {
+            "clusters": [
+                {
+                    "name": s.cluster.name,
+                    "namesrv": s.cluster.namesrv_list,
+                    "read_only": s.cluster.read_only,
+                    "poll_interval": s.cluster.poll_interval,
+                    "state": s.state,
+                    "polled_age_seconds": s.polled_age,
+                    "data_age_seconds": s.data_age,
+                    "last_poll": s.meta.to_wire() if s.meta else None,
+                }
+                for s in states
+            ]
+        }
+    )
+
+
+@api_view
+def groups(request):
+    clusters = list(Cluster.objects.all())
+    form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
+    if not form.is_valid():
+        return json_error(400, f"invalid filter: {form.error_text()}", fields=form.errors.get_json_data())
+    page = selectors.group_page(get_redis(), clusters=clusters, **form.selector_arguments())
+    return JsonResponse(
+        {
+            "total": page.total,
+            "page": page.page,
+            "pages": page.pages,
+            "groups": [{"cluster": r.cluster.name, "age_seconds": r.age, **r.summary} for r in page.rows],
+        }
+    )
+
+
+@api_view
+def group(request, cluster: str, group: str):
+    found = Cluster.objects.filter(name=cluster).first()
+    if found is None:
+        return json_error(404, f"no cluster named {cluster!r}")
+    view = selectors.group_detail(get_redis(), found, group)
+    if view is None:
+        return json_error(404, f"no group {group!r} in the last snapshot of {cluster}")
+    return JsonResponse({"cluster": found.name, "age_seconds": view.age, **view.doc.to_wire()})

@@ -1,0 +1,204 @@
+"""Queue allocation of a group and what is wrong with it, from one poll's GroupProgress.
+
+Everything here is a pure function of what the brokers and the clients reported: the
+connection list (client ids, versions) and each client's running info (the queues it
+holds, its subscriptions, its allocation strategy, and for broadcasting groups its own
+offsets).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..rocketmq import GroupProgress
+from ..rocketmq.codes import RETRY_PREFIX
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    kind: str
+    severity: str  # "warn" or "info"
+    message: str
+
+    def to_wire(self) -> dict:
+        return {"kind": self.kind, "severity": self.severity, "message": self.message}
+
+
+def queue_label(topic: str, broker: str, queue_id: int) -> str:
+    return f"{topic}@{broker}#{queue_id}"
+
+
+def allocation_by_client(progress: GroupProgress) -> dict[str, list[str]]:
+    """client id -> the queues it holds (subscribed topics and the retry topic), sorted."""
+    return {
+        client_id: sorted(
+            queue_label(mq.topic, mq.broker_name, mq.queue_id) for mq, q in info.mq_table.items() if not q.dropped
+        )
+        for client_id, info in sorted(progress.running_info.items())
+    }
+
+
+def broadcast_offsets(progress: GroupProgress) -> dict[str, list[dict]]:
+    """For broadcasting groups: each client's own offset and lag per queue."""
+    result = {}
+    for client_id, info in sorted(progress.running_info.items()):
+        rows = []
+        for mq, queue in sorted(info.mq_table.items()):
+            if mq.topic.startswith(RETRY_PREFIX):
+                continue
+            bound = progress.bounds.get(mq)
+            rows.append(
+                {
+                    "queue": queue_label(mq.topic, mq.broker_name, mq.queue_id),
+                    "commit_offset": queue.commit_offset,
+                    "max_offset": bound.max_offset if bound else None,
+                    "lag": (bound.max_offset - queue.commit_offset) if bound and queue.commit_offset >= 0 else None,
+                }
+            )
+        result[client_id] = rows
+    return result
+
+
+def message_model(progress: GroupProgress) -> str | None:
+    if progress.connection and progress.connection.message_model:
+        return progress.connection.message_model
+    models = {info.message_model for info in progress.running_info.values() if info.message_model}
+    return models.pop() if len(models) == 1 else None
+
+
+def diagnose(progress: GroupProgress) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    connection = progress.connection
+    if connection is None or not connection.connections:
+        return found
+    found += _duplicate_client_ids(progress)
+    model = message_model(progress)
+    if model == "BROADCASTING":
+        found.append(
+            Diagnostic(
+                "broadcasting",
+                "info",
+                "Broadcasting group: every client consumes every queue and keeps its offsets itself; "
+                "they are shown per client below, not read from the broker.",
+            )
+        )
+    unreadable = {p.target for p in progress.problems if p.scope == "running-info"}
+    if model != "BROADCASTING" and not unreadable:
+        found += _unheld_queues(progress)
+        found += _clients_without_queues(progress)
+    found += _different_subscriptions(progress)
+    found += _mixed(progress)
+    if unreadable:
+        found.append(
+            Diagnostic(
+                "running-info-unknown",
+                "info",
+                f"Allocation unknown for {len(unreadable)} client(s) that did not answer: "
+                f"{', '.join(sorted(unreadable))}.",
+            )
+        )
+    return found
+
+
+def _duplicate_client_ids(progress: GroupProgress) -> list[Diagnostic]:
+    counts = Counter(c.client_id for c in progress.connection.connections)
+    found = []
+    for client_id, count in sorted(counts.items()):
+        if count > 1:
+            addrs = sorted(c.client_addr for c in progress.connection.connections if c.client_id == client_id)
+            found.append(
+                Diagnostic(
+                    "duplicate-client-id",
+                    "warn",
+                    f"Client id {client_id} is used by {count} connections ({', '.join(addrs)}): they are given the "
+                    "same queues and other queues go unconsumed. Give each consumer its own instanceName.",
+                )
+            )
+    return found
+
+
+def _unheld_queues(progress: GroupProgress) -> list[Diagnostic]:
+    topics = set(progress.topics) | {mq.topic for mq in progress.uncommitted}
+    held = {mq for info in progress.running_info.values() for mq, q in info.mq_table.items() if not q.dropped}
+    queues = sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+    unheld = [mq for mq in queues if mq not in held and mq.topic in topics]
+    if not unheld or not progress.running_info:
+        return []
+    labels = ", ".join(str(mq) for mq in unheld[:6]) + (" ..." if len(unheld) > 6 else "")
+    return [
+        Diagnostic(
+            "unheld-queues",
+            "warn",
+            f"{len(unheld)} of {len(queues)} queue(s) are held by no client while "
+            f"{len(progress.running_info)} client(s) are online: {labels}",
+        )
+    ]
+
+
+def _clients_without_queues(progress: GroupProgress) -> list[Diagnostic]:
+    topics = set(progress.topics) | {mq.topic for mq in progress.uncommitted}
+    idle = [
+        client_id
+        for client_id, info in sorted(progress.running_info.items())
+        if not any(mq.topic in topics and not q.dropped for mq, q in info.mq_table.items())
+    ]
+    if not idle:
+        return []
+    return [
+        Diagnostic(
+            "clients-without-queues",
+            "warn",
+            f"{len(idle)} client(s) hold no queue ({', '.join(idle)}): the group has "
+            f"{len(progress.running_info)} clients for {len(progress.main_queues) + len(progress.uncommitted)} "
+            "queues, so they stand idle.",
+        )
+    ]
+
+
+def _different_subscriptions(progress: GroupProgress) -> list[Diagnostic]:
+    signatures = {}
+    for client_id, info in sorted(progress.running_info.items()):
+        signatures[client_id] = tuple(
+            sorted(s.signature for s in info.subscriptions if not s.topic.startswith(RETRY_PREFIX))
+        )
+    if len(set(signatures.values())) <= 1:
+        return []
+    described = "; ".join(
+        f"{client_id}: " + ", ".join(f"{topic} ({kind} {expr})" for topic, kind, expr in signature)
+        for client_id, signature in signatures.items()
+    )
+    return [
+        Diagnostic(
+            "different-subscriptions",
+            "warn",
+            f"Members of the group subscribe differently, so rebalancing hands queues to clients that filter "
+            f"their messages out: {described}",
+        )
+    ]
+
+
+def _mixed(progress: GroupProgress) -> list[Diagnostic]:
+    found = []
+    versions = Counter(c.version_name for c in progress.connection.connections)
+    if len(versions) > 1:
+        found.append(
+            Diagnostic(
+                "mixed-versions",
+                "info",
+                "Mixed client versions: " + ", ".join(f"{v} ({n})" for v, n in sorted(versions.items())),
+            )
+        )
+    strategies = Counter(
+        info.allocation_strategy for info in progress.running_info.values() if info.allocation_strategy
+    )
+    if len(strategies) > 1:
+        found.append(
+            Diagnostic(
+                "mixed-allocation-strategies",
+                "warn",
+                "Clients use different allocation strategies, so they disagree on who holds which queue: "
+                + ", ".join(f"{s} ({n})" for s, n in sorted(strategies.items())),
+            )
+        )
+    return found

@@ -1,0 +1,332 @@
+"""What a poll publishes, as types: the per-group document (`GroupDocument`, with its
+`QueueRow`s), the cluster's meta document (`ClusterMeta`, with a `BrokerState` per broker),
+the group summary the list pages read, and the compact health sample.
+
+On the wire (Redis, the JSON API) each is plain JSON through `to_wire()` / `from_wire()`.
+Every number is as of `as_of` (epoch seconds); parts we could not read in this poll are
+carried over from the previous document with their own `as_of` and a `stale_reason`, and a
+value never known is None (shown as unknown, never 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..rocketmq import GroupProgress
+from ..rocketmq.codes import RETRY_PREFIX
+from .diagnostics import allocation_by_client, broadcast_offsets, diagnose, message_model, queue_label
+from .health import Health, Sample
+from .lagtime import LagTime
+
+
+@dataclass
+class QueueRow:
+    topic: str
+    broker: str
+    queue_id: int
+    retry: bool
+    min: int | None
+    max: int | None
+    consumer: int | None
+    lag: int | None
+    lag_seconds: float | None
+    lag_seconds_note: str | None
+    pull: int | None
+    last_consume_ms: int | None
+    clients: list[str]
+    expired: bool | None
+    as_of: float | None
+    stale_reason: str | None = None
+
+    @property
+    def label(self) -> str:
+        return queue_label(self.topic, self.broker, self.queue_id)
+
+
+@dataclass
+class GroupDocument:
+    group: str
+    as_of: float | None
+    stale: bool = False
+    stale_reason: str | None = None
+    online: bool | None = None
+    clients: int | None = None
+    message_model: str | None = None
+    consume_type: str | None = None
+    topics: list[str] = field(default_factory=list)
+    lag: int | None = None
+    retry_lag: int | None = None
+    lag_seconds: float | None = None
+    lag_partial: bool = False
+    # why the lag total is not the whole group's (a broker missing or unreadable); None: complete
+    lag_incomplete: str | None = None
+    consume_tps: float | None = None
+    consume_tps_note: str | None = None
+    dlq_count: int | None = None
+    queues: list[QueueRow] = field(default_factory=list)
+    allocation: dict[str, list[str]] = field(default_factory=dict)
+    diagnostics: list[dict] = field(default_factory=list)
+    connections: list[dict] = field(default_factory=list)
+    broadcast: dict | None = None
+    problems: list[dict] = field(default_factory=list)
+    warnings: int = 0
+    health: dict | None = None
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> GroupDocument:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["queues"] = [QueueRow(**q) for q in data.get("queues", [])]
+        return cls(**values)
+
+    def summary(self) -> dict:
+        """What the groups list and its filters need, without the per-queue detail."""
+        return {name: getattr(self, name) for name in SUMMARY_FIELDS}
+
+    def set_health(self, health: Health) -> GroupDocument:
+        self.health = health.to_wire()
+        return self
+
+
+SUMMARY_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(GroupDocument)
+    if f.name not in ("queues", "allocation", "diagnostics", "connections", "broadcast", "problems", "consume_type")
+)
+
+
+@dataclass
+class BrokerState:
+    """A broker as the last poll saw it. `state`: ok, failing (listed but not answering) or
+    missing (known before, no longer listed by the name server)."""
+
+    name: str
+    address: str | None
+    cluster: str | None = None
+    state: str = "ok"
+    version: str | None = None
+    put_tps: float | None = None
+    get_tps: float | None = None
+    boot_ms: int | None = None
+    error: str | None = None
+    last_seen_at: float | None = None
+    missing_since: float | None = None
+
+
+@dataclass
+class ClusterMeta:
+    """How the cluster's last poll went. `status`: ok, degraded (a broker missing or failing,
+    or part of some group unreadable) or failed (nothing readable)."""
+
+    cluster_id: int
+    name: str
+    polled_at: float
+    duration: float
+    status: str
+    error: str | None = None
+    last_success_at: float | None = None
+    groups: int = 0
+    groups_incomplete: int = 0
+    brokers: list[BrokerState] = field(default_factory=list)
+    problems: list[dict] = field(default_factory=list)
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> ClusterMeta:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["brokers"] = [BrokerState(**b) for b in data.get("brokers", [])]
+        return cls(**values)
+
+
+def build_document(
+    progress: GroupProgress,
+    *,
+    lag_times: dict,
+    dlq_count: int | None,
+    previous: GroupDocument | None,
+    unreachable: dict[str, str] | None = None,
+) -> GroupDocument:
+    """The document of one group from this poll, health still to be set.
+
+    `unreachable` names the brokers this poll did not read (missing from the name server, or
+    failing), with why: the group's queues on them are carried over from `previous`, marked
+    stale, and the lag totals say they are incomplete rather than shrinking."""
+    if any(p.scope == "group" for p in progress.problems):
+        return _carry_over(progress, previous)
+    model = message_model(progress)
+    broadcast = broadcast_offsets(progress) if model == "BROADCASTING" else None
+    unread = {p.target: f"broker unreadable: {p.error}" for p in progress.problems if p.scope == "broker"}
+    unread.update(unreachable or {})
+    queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
+    queues += [_uncommitted_row(progress, mq, broadcast) for mq in progress.uncommitted]
+    queues += _stale_queues(queues, previous, unread)
+    queues.sort(key=lambda r: (r.retry, r.topic, r.broker, r.queue_id))
+    main = [q for q in queues if not q.retry and q.lag is not None]
+    retry = [q for q in queues if q.retry]
+    measured = [q.lag_seconds for q in main if q.lag > 0]
+    connection = progress.connection
+    subscribed = sorted(t for t in (connection.subscriptions if connection else {}) if not t.startswith(RETRY_PREFIX))
+    tps, tps_note = _consume_tps(progress, model)
+    doc = GroupDocument(
+        group=progress.group,
+        as_of=progress.fetched_at,
+        online=progress.online,
+        clients=len(connection.connections) if connection else (0 if progress.online is False else None),
+        message_model=model,
+        consume_type=connection.consume_type if connection else None,
+        topics=progress.topics or subscribed or (previous.topics if previous else []),
+        lag=_group_lag(main, broadcast, progress.complete),
+        retry_lag=sum(q.lag for q in retry if q.lag is not None) if retry or progress.complete else None,
+        # the worst queue; unknown as soon as one lagging queue could not be measured
+        lag_seconds=(max(measured) if measured else 0.0) if None not in measured else None,
+        lag_partial=any(q.stale_reason or q.lag is None for q in queues),
+        lag_incomplete=_incompleteness(queues, progress, unread),
+        consume_tps=tps,
+        consume_tps_note=tps_note,
+        dlq_count=dlq_count,
+        queues=queues,
+        allocation=allocation_by_client(progress),
+        diagnostics=[d.to_wire() for d in diagnose(progress)],
+        connections=[
+            {"client_id": c.client_id, "addr": c.client_addr, "language": c.language, "version": c.version_name}
+            for c in (connection.connections if connection else [])
+        ],
+        broadcast=broadcast,
+        problems=[{"scope": p.scope, "target": p.target, "error": p.error} for p in progress.problems],
+    )
+    known_problems = {(p["scope"], p["target"]) for p in doc.problems}
+    doc.problems += [
+        {"scope": "broker", "target": broker, "error": why}
+        for broker, why in sorted(unread.items())
+        if ("broker", broker) not in known_problems and any(q.broker == broker for q in queues)
+    ]
+    doc.warnings = sum(1 for d in doc.diagnostics if d["severity"] == "warn")
+    return doc
+
+
+def _consume_tps(progress: GroupProgress, model: str | None) -> tuple[float | None, str | None]:
+    """The broker's consume TPS; for broadcasting groups the broker keeps no consume stats, so
+    it is the sum of what each client reports, and unknown when a client did not report."""
+    if model != "BROADCASTING":
+        return progress.consume_tps, None if progress.consume_tps is not None else "the broker reported no rate"
+    clients = progress.connection.client_ids if progress.connection else []
+    if not clients or any(c not in progress.running_info for c in clients):
+        return None, "broadcasting: the clients' own rates could not all be read"
+    total = 0.0
+    for info in progress.running_info.values():
+        for topic, status in info.status_table.items():
+            if not topic.startswith(RETRY_PREFIX) and status.consume_ok_tps is not None:
+                total += status.consume_ok_tps
+    return total, "broadcasting: the sum of the rates the clients report"
+
+
+def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
+    return QueueRow(
+        topic=q.topic,
+        broker=q.broker_name,
+        queue_id=q.queue_id,
+        retry=q.retry,
+        min=q.min_offset,
+        max=q.broker_offset,
+        consumer=q.consumer_offset,
+        lag=q.lag,
+        lag_seconds=lag.seconds if lag else None,
+        lag_seconds_note=lag.note if lag else "not measured",
+        pull=q.pull_offset,
+        last_consume_ms=q.last_consume_time,
+        clients=list(q.clients),
+        expired=q.offset_expired,
+        as_of=progress.fetched_at,
+    )
+
+
+def _group_lag(main: list[QueueRow], broadcast: dict | None, complete: bool) -> int | None:
+    if broadcast:
+        # every client consumes everything: the group is as far behind as its slowest client
+        totals = [sum(r["lag"] for r in rows) for rows in broadcast.values() if all(r["lag"] is not None for r in rows)]
+        return max(totals) if totals and len(totals) == len(broadcast) else None
+    return sum(q.lag for q in main) if main or complete else None
+
+
+def _uncommitted_row(progress: GroupProgress, mq, broadcast: dict | None) -> QueueRow:
+    bound = progress.bounds.get(mq)
+    holders = [c for c, info in sorted(progress.running_info.items()) if mq in info.mq_table]
+    label = queue_label(mq.topic, mq.broker_name, mq.queue_id)
+    per_client = [r for rows in (broadcast or {}).values() for r in rows if r["queue"] == label]
+    if per_client and all(r["lag"] is not None for r in per_client):
+        # broadcasting: the offsets live on the clients; show the slowest one
+        consumer, lag = min(r["commit_offset"] for r in per_client), max(r["lag"] for r in per_client)
+        note = "broadcasting: the slowest client's position (see offsets per client)"
+    else:
+        consumer, lag = None, None
+        note = "no committed offset: nobody has consumed this queue yet"
+    return QueueRow(
+        topic=mq.topic,
+        broker=mq.broker_name,
+        queue_id=mq.queue_id,
+        retry=False,
+        min=bound.min_offset if bound else None,
+        max=bound.max_offset if bound else None,
+        consumer=consumer,
+        lag=lag,
+        lag_seconds=None,
+        lag_seconds_note=note,
+        pull=None,
+        last_consume_ms=None,
+        clients=holders,
+        expired=None,
+        as_of=progress.fetched_at,
+    )
+
+
+def _stale_queues(fresh_rows: list[QueueRow], previous: GroupDocument | None, unread: dict[str, str]) -> list[QueueRow]:
+    """Queues of brokers we could not read this time, as last seen, marked stale."""
+    if not unread or not previous:
+        return []
+    fresh = {(q.topic, q.broker, q.queue_id) for q in fresh_rows}
+    return [
+        dataclasses.replace(row, stale_reason=row.stale_reason or unread[row.broker])
+        for row in previous.queues
+        if row.broker in unread and (row.topic, row.broker, row.queue_id) not in fresh
+    ]
+
+
+def _incompleteness(queues: list[QueueRow], progress: GroupProgress, unread: dict[str, str]) -> str | None:
+    brokers = sorted({q.broker for q in queues if q.stale_reason} | (set(unread) & set(progress.brokers)))
+    if not brokers:
+        return None
+    return "incomplete: " + "; ".join(f"{b} {unread.get(b, 'not read')}" for b in brokers)
+
+
+def _carry_over(progress: GroupProgress, previous: GroupDocument | None) -> GroupDocument:
+    reason = "; ".join(p.error for p in progress.problems if p.scope == "group")
+    problems = [{"scope": p.scope, "target": p.target, "error": p.error} for p in progress.problems]
+    if previous:
+        return dataclasses.replace(previous, stale=True, stale_reason=reason, problems=problems)
+    return GroupDocument(group=progress.group, as_of=None, stale=True, stale_reason=reason, problems=problems)
+
+
+def sample(doc: GroupDocument, polled_at: float) -> Sample:
+    """The health sample of this poll. A carried-over document is unknown at this poll."""
+    if doc.stale:
+        return Sample(t=polled_at, online=None, lag=None, complete=False)
+    main = [q for q in doc.queues if not q.retry and q.lag is not None and not q.stale_reason]
+    retry = [q for q in doc.queues if q.retry and not q.stale_reason]
+    return Sample(
+        t=polled_at,
+        online=doc.online,
+        lag=doc.lag,
+        queues={q.label: (q.consumer, q.lag) for q in main if q.lag > 0},
+        consumed=sum(q.consumer for q in main) if main else None,
+        retry_offset=sum(q.max for q in retry) if retry else None,
+        dlq=doc.dlq_count,
+        expired=[q.label for q in main if q.expired],
+        complete=not doc.problems,
+    )

@@ -1,0 +1,204 @@
+"""Health of a consumer group over a wall-clock window of recent polls, with evidence.
+
+Each poll leaves a compact `Sample` per group. `evaluate` looks at the samples inside the
+window and returns every condition that holds, each with the numbers that led to it; the
+most severe one is the group's state. A group we could not read is UNKNOWN with the reason,
+never OK.
+
+States, most severe first: UNKNOWN, OFFSET_EXPIRED, STALLED, STOPPED, DLQ_GROWING,
+RETRY_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+SEVERITY = (
+    "UNKNOWN",
+    "OFFSET_EXPIRED",
+    "STALLED",
+    "STOPPED",
+    "DLQ_GROWING",
+    "RETRY_STORM",
+    "FALLING_BEHIND",
+    "CATCHING_UP",
+    "IDLE",
+    "OK",
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Defaults are the HEALTH_* settings (see config.default_thresholds)."""
+
+    window_seconds: int  # how far back the evaluation looks
+    min_samples: int  # fewer samples in the window: trends are not judged yet
+    stall_seconds: int  # a lagging queue whose offset has not moved this long is stalled
+    min_lag: int  # lag below this is not "behind"
+    retry_rate_per_minute: float  # retry topic growth that counts as a storm
+
+    def with_overrides(self, overrides: dict) -> Thresholds:
+        known = {f.name for f in dataclasses.fields(self)}
+        return dataclasses.replace(self, **{k: v for k, v in overrides.items() if k in known and v is not None})
+
+
+@dataclass
+class Sample:
+    """One poll of one group, as kept in the window. None means unknown at that poll."""
+
+    t: float
+    online: bool | None
+    lag: int | None  # subscribed topics, retry excluded
+    # lagging queues only (all stall detection needs): queue -> (consumer offset, lag)
+    queues: dict[str, tuple[int, int]] = field(default_factory=dict)
+    consumed: int | None = None  # sum of all consumer offsets: moves whenever anything is consumed
+    retry_offset: int | None = None  # sum of the retry queues' max offsets
+    dlq: int | None = None  # messages in the DLQ
+    expired: list[str] = field(default_factory=list)  # queues whose offset fell below the min offset
+    complete: bool = True
+
+    def to_wire(self) -> list:
+        return [
+            self.t, self.online, self.lag, self.queues, self.consumed,
+            self.retry_offset, self.dlq, self.expired, self.complete,
+        ]  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, data: list) -> Sample:
+        t, online, lag, queues, consumed, retry_offset, dlq, expired, complete = data
+        return cls(
+            t, online, lag, {k: tuple(v) for k, v in queues.items()}, consumed, retry_offset, dlq, expired, complete
+        )
+
+
+@dataclass
+class Finding:
+    state: str
+    evidence: str
+
+    def to_wire(self) -> dict:
+        return {"state": self.state, "evidence": self.evidence}
+
+
+@dataclass
+class Health:
+    state: str
+    findings: list[Finding]
+    window_seconds: float  # how much of the window the samples actually cover
+
+    def to_wire(self) -> dict:
+        return {
+            "state": self.state,
+            "findings": [f.to_wire() for f in self.findings],
+            "covered_seconds": round(self.window_seconds, 1),
+        }
+
+
+def evaluate(samples: list[Sample], thresholds: Thresholds, *, unknown_reason: str | None = None) -> Health:
+    """Health at the newest sample, judged over the samples inside the window."""
+    if not samples:
+        return Health("UNKNOWN", [Finding("UNKNOWN", unknown_reason or "no poll has read this group yet")], 0.0)
+    now = samples[-1].t
+    window = [s for s in samples if now - s.t <= thresholds.window_seconds]
+    latest = window[-1]
+    covered = latest.t - window[0].t
+    findings: list[Finding] = []
+    if unknown_reason or latest.lag is None:
+        findings.append(Finding("UNKNOWN", unknown_reason or "the last poll could not read this group's offsets"))
+        return Health("UNKNOWN", findings, covered)
+    if not latest.complete:
+        findings.append(Finding("UNKNOWN", "part of the group could not be read in the last poll (see problems)"))
+    if latest.expired:
+        findings.append(
+            Finding(
+                "OFFSET_EXPIRED",
+                f"{len(latest.expired)} queue(s) have a consumer offset below the broker's min offset "
+                f"({', '.join(latest.expired[:4])}): messages were lost to retention",
+            )
+        )
+    findings += _stalled(window, thresholds)
+    if latest.online is False and latest.lag >= thresholds.min_lag:
+        findings.append(Finding("STOPPED", f"no client is online and lag is {latest.lag}"))
+    findings += _growth(window, thresholds)
+    findings += _trend(window, thresholds, covered)
+    if not findings:
+        findings.append(Finding("OK", f"lag {latest.lag}, consuming"))
+    state = min((f.state for f in findings), key=SEVERITY.index)
+    return Health(state, findings, covered)
+
+
+def _stalled(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
+    latest = window[-1]
+    if not latest.online:
+        return []
+    pinned = []
+    for queue, (offset, lag) in latest.queues.items():
+        if lag < thresholds.min_lag:
+            continue
+        # the earliest sample from which this queue's offset has not moved
+        since = latest.t
+        for sample in reversed(window[:-1]):
+            earlier = sample.queues.get(queue)
+            if earlier is None or earlier[0] != offset or earlier[1] < thresholds.min_lag:
+                break
+            since = sample.t
+        if latest.t - since >= thresholds.stall_seconds:
+            pinned.append((queue, offset, lag, latest.t - since))
+    if not pinned:
+        return []
+    queue, offset, lag, seconds = max(pinned, key=lambda p: p[3])
+    more = f" and {len(pinned) - 1} more queue(s)" if len(pinned) > 1 else ""
+    return [
+        Finding(
+            "STALLED",
+            f"clients online but {queue} has stayed at offset {offset} with lag {lag} for {seconds:.0f}s{more}",
+        )
+    ]
+
+
+def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
+    findings = []
+    latest = window[-1]
+    dlq_points = [s for s in window if s.dlq is not None]
+    if len(dlq_points) >= 2 and dlq_points[-1].dlq > dlq_points[0].dlq:
+        grown = dlq_points[-1].dlq - dlq_points[0].dlq
+        seconds = dlq_points[-1].t - dlq_points[0].t
+        findings.append(Finding("DLQ_GROWING", f"{grown} new dead letter(s) in {seconds:.0f}s (now {latest.dlq})"))
+    retry_points = [s for s in window if s.retry_offset is not None]
+    if len(retry_points) >= 2:
+        grown = retry_points[-1].retry_offset - retry_points[0].retry_offset
+        minutes = (retry_points[-1].t - retry_points[0].t) / 60
+        if minutes > 0 and grown / minutes >= thresholds.retry_rate_per_minute:
+            findings.append(
+                Finding(
+                    "RETRY_STORM",
+                    f"{grown} messages went to the retry topic in {minutes * 60:.0f}s "
+                    f"({grown / minutes:.0f}/min, threshold {thresholds.retry_rate_per_minute:.0f}/min)",
+                )
+            )
+    return findings
+
+
+def _trend(window: list[Sample], thresholds: Thresholds, covered: float) -> list[Finding]:
+    latest = window[-1]
+    known = [s for s in window if s.lag is not None]
+    moved = _offsets_moved(known)
+    if len(known) < thresholds.min_samples:
+        if latest.lag < thresholds.min_lag and not moved:
+            return [Finding("IDLE", "no lag")]
+        return []
+    start, end = known[0].lag, known[-1].lag
+    steps = [b.lag - a.lag for a, b in zip(known, known[1:], strict=False)]
+    if end >= thresholds.min_lag and end > start and sum(1 for d in steps if d > 0) >= 0.75 * len(steps):
+        return [Finding("FALLING_BEHIND", f"lag grew from {start} to {end} over {covered:.0f}s")]
+    if start >= thresholds.min_lag and end < start and end >= thresholds.min_lag:
+        return [Finding("CATCHING_UP", f"lag fell from {start} to {end} over {covered:.0f}s")]
+    if end < thresholds.min_lag and not moved:
+        return [Finding("IDLE", f"no lag and no consumption in {covered:.0f}s")]
+    return []
+
+
+def _offsets_moved(samples: list[Sample]) -> bool:
+    consumed = [s.consumed for s in samples if s.consumed is not None]
+    return len(consumed) >= 2 and consumed[-1] != consumed[0]

@@ -1,0 +1,70 @@
+"""Poll one cluster: read every group from the brokers, then publish what was read.
+
+A poll never overlaps itself (a Redis lock per cluster) and never runs past
+ROCKETMQ_POLL_DEADLINE. Each broker is read under its own ROCKETMQ_BROKER_DEADLINE, so a
+dead or hung broker fails alone and is named, while the others' data is fresh in the same
+poll. Only when the name server cannot be read at all does the poll fail as a whole; then
+the last known state stays, and its age says it is stale.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from django.conf import settings
+
+from ..clusters.connect import run_on_cluster
+from ..models import Cluster
+from ..redis_client import get_redis
+from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
+from ..rocketmq.dlq import dlq_sizes
+from . import brokers, lagtime, snapshots
+from .config import default_thresholds, history_store
+from .history import HistoryStore
+from .publish import PollReading, PollResult, publish_failure, publish_poll
+
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None) -> PollResult:
+    redis = redis or get_redis()
+    lock = snapshots.key(cluster.pk, "lock")
+    token = uuid.uuid4().hex
+    if not redis.set(lock, token, nx=True, ex=settings.ROCKETMQ_POLL_DEADLINE + 60):
+        return PollResult(cluster.pk, "skipped")
+    try:
+        started, polled_at = time.monotonic(), time.time()
+        try:
+            reading = run_on_cluster(cluster, lambda client: read_cluster(client, cluster, redis, polled_at))
+        except RocketMQError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            return publish_failure(cluster, error=error, polled_at=polled_at, started=started, redis=redis)
+        return publish_poll(
+            cluster,
+            reading,
+            brokers=brokers.reconcile(cluster, reading.snapshot, now=polled_at),
+            redis=redis,
+            history=history or history_store(),
+            thresholds=default_thresholds(),
+            overrides={o.group: o.as_overrides() for o in cluster.health_overrides.all()},
+            started=started,
+        )
+    finally:
+        redis.eval(_RELEASE, 1, lock, token)
+
+
+async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
+    """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
+    snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
+    unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
+    dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
+    lag_times = await lagtime.measure(
+        client,
+        list(snapshot.groups.values()),
+        now_ms=int(polled_at * 1000),
+        redis=redis,
+        cache_key=snapshots.key(cluster.pk, "lagtime"),
+        budget=settings.ROCKETMQ_LAGTIME_BUDGET,
+    )
+    return PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts)

@@ -1,0 +1,134 @@
+"""Turn what one poll read into what the console shows: a typed document per group with its
+health, the cluster's meta document, both written to Redis in one transaction, and the
+history rows appended to Parquet.
+
+`publish_poll` is the one production path from a reading to the pages: the poll calls it,
+and so do the tests and benchmarks that publish synthetic readings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+
+from ..models import Cluster
+from ..rocketmq import ClusterSnapshot
+from . import documents, snapshots
+from .brokers import BrokerReport
+from .documents import ClusterMeta, GroupDocument
+from .health import Thresholds, evaluate
+from .history import HistoryStore, history_tables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PollReading:
+    """What one poll read from the cluster's name servers and brokers."""
+
+    snapshot: ClusterSnapshot
+    polled_at: float
+    lag_times: dict = field(default_factory=dict)
+    dlq_counts: dict[str, int | None] = field(default_factory=dict)
+
+
+@dataclass
+class PollResult:
+    cluster_id: int
+    status: str  # ok, degraded, failed, skipped (another poll of this cluster was running)
+    groups: int = 0
+    duration: float = 0.0
+    error: str | None = None
+
+
+def publish_poll(
+    cluster: Cluster,
+    reading: PollReading,
+    *,
+    brokers: BrokerReport,
+    redis,
+    history: HistoryStore,
+    thresholds: Thresholds,
+    overrides: dict[str, dict],
+    started: float,
+) -> PollResult:
+    """Build, judge and store this poll's documents; `started` is the poll's monotonic start."""
+    snapshot, polled_at = reading.snapshot, reading.polled_at
+    previous = snapshots.read_details(redis, cluster.pk)
+    unreachable = brokers.unreachable()
+    docs = {
+        group: documents.build_document(
+            progress,
+            lag_times=reading.lag_times,
+            dlq_count=reading.dlq_counts.get(group),
+            previous=previous.get(group),
+            unreachable=unreachable,
+        )
+        for group, progress in snapshot.groups.items()
+    }
+    docs.update(_unlisted(previous, snapshot, unreachable))
+    samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
+    _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
+    incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
+    degraded = incomplete or snapshot.problems or unreachable
+    meta = ClusterMeta(
+        cluster_id=cluster.pk,
+        name=cluster.name,
+        polled_at=polled_at,
+        duration=round(time.monotonic() - started, 3),
+        status="degraded" if degraded else "ok",
+        last_success_at=polled_at,
+        groups=len(docs),
+        groups_incomplete=incomplete,
+        brokers=brokers.states,
+        problems=[{"scope": p.scope, "target": p.target, "error": p.error} for p in snapshot.problems],
+    )
+    snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
+    history.append(cluster.name, history_tables(docs.values()))
+    return PollResult(cluster.pk, meta.status, groups=len(docs), duration=time.monotonic() - started)
+
+
+def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: float, redis) -> PollResult:
+    """Nothing was readable: keep the last known documents, and say when and why in the meta."""
+    duration = time.monotonic() - started
+    log.warning("poll of cluster %s failed: %s", cluster.name, error)
+    meta = snapshots.read_meta(redis, cluster.pk) or ClusterMeta(cluster.pk, cluster.name, polled_at, 0.0, "failed")
+    meta.polled_at, meta.duration, meta.status, meta.error = polled_at, round(duration, 3), "failed", error
+    snapshots.write_meta(redis, cluster.pk, meta)
+    return PollResult(cluster.pk, "failed", duration=duration, error=error)
+
+
+def _unlisted(
+    previous: dict[str, GroupDocument], snapshot: ClusterSnapshot, unreachable: dict[str, str]
+) -> dict[str, GroupDocument]:
+    """Groups known before that this poll did not list. When a broker could not be read the
+    list is incomplete, so they stay, marked stale with the reason; otherwise they are gone."""
+    failed = {p.target: p.error for p in snapshot.problems if p.scope == "broker"}
+    failed.update(unreachable)
+    if not failed:
+        return {}
+    reason = "not listed in this poll: " + "; ".join(f"{b}: {why}" for b, why in sorted(failed.items()))
+    return {
+        group: dataclasses.replace(doc, stale=True, stale_reason=reason)
+        for group, doc in previous.items()
+        if group not in snapshot.groups
+    }
+
+
+def _judge(
+    cluster: Cluster,
+    docs: dict[str, GroupDocument],
+    samples: dict,
+    base: Thresholds,
+    overrides: dict[str, dict],
+    redis,
+    polled_at: float,
+) -> None:
+    longest = max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
+    window = snapshots.read_window(redis, cluster.pk, since=polled_at - longest)
+    for group, doc in docs.items():
+        thresholds = base.with_overrides(overrides.get(group, {}))
+        reason = doc.stale_reason if doc.stale else None
+        doc.set_health(evaluate(window.get(group, []) + [samples[group]], thresholds, unknown_reason=reason))

@@ -1,0 +1,214 @@
+"""Reads for the pages and the API: clusters from the database, state from Redis.
+
+Each selector costs one database query (the clusters) and one or two Redis round trips,
+whatever the number of groups. They also apply the one staleness rule (`freshness`): a value
+older than its expected refresh is stale whatever the cause, and a stale group's health is
+UNKNOWN with the reason, so pages and API say the same thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..models import Cluster
+from . import charts, snapshots
+from .config import history_store, stale_after
+from .documents import ClusterMeta, GroupDocument
+from .health import SEVERITY
+
+SORT_KEYS = {
+    "lag": lambda r: r.summary.get("lag"),
+    "lag_seconds": lambda r: r.summary.get("lag_seconds"),
+    "tps": lambda r: r.summary.get("consume_tps"),
+    "retry": lambda r: r.summary.get("retry_lag"),
+    "dlq": lambda r: r.summary.get("dlq_count"),
+    "health": lambda r: SEVERITY.index(r.health),
+    "age": lambda r: r.age,
+    "group": lambda r: r.summary["group"].lower(),
+    "cluster": lambda r: r.cluster.name,
+}
+
+
+@dataclass(frozen=True)
+class Freshness:
+    stale: bool
+    reason: str | None
+    age: float | None  # seconds; None when never read
+
+
+def freshness(as_of: float | None, stale_reason: str | None, *, cluster: Cluster, meta, now: float) -> Freshness:
+    """The staleness rule: stale when the poll said so, or when older than the expected refresh."""
+    if as_of is None:
+        return Freshness(True, stale_reason or "never read", None)
+    age = now - as_of
+    if stale_reason:
+        return Freshness(True, stale_reason, age)
+    if age > stale_after(cluster.poll_interval):
+        reason = f"not refreshed for {age:.0f} s (expected every {cluster.poll_interval} s)"
+        if meta is not None and meta.status == "failed" and meta.error:
+            reason += f"; the last poll failed: {meta.error}"
+        return Freshness(True, reason, age)
+    return Freshness(False, None, age)
+
+
+def unknown_health(reason: str) -> dict:
+    return {"state": "UNKNOWN", "findings": [{"state": "UNKNOWN", "evidence": f"stale data: {reason}"}]}
+
+
+@dataclass
+class ClusterState:
+    cluster: Cluster
+    meta: ClusterMeta | None
+    now: float = field(default_factory=time.time)
+
+    @property
+    def polled_age(self) -> float | None:
+        return self.now - self.meta.polled_at if self.meta else None
+
+    @property
+    def data_age(self) -> float | None:
+        success = self.meta.last_success_at if self.meta else None
+        return self.now - success if success else None
+
+    @property
+    def state(self) -> str:
+        if not self.meta:
+            return "never polled"
+        if self.meta.status == "failed":
+            return "failed"
+        if self.data_age is not None and self.data_age > stale_after(self.cluster.poll_interval):
+            return "stale"
+        return self.meta.status
+
+
+@dataclass
+class GroupRow:
+    """A group's summary as the list shows it: staleness and health already judged by age."""
+
+    cluster: Cluster
+    summary: dict
+    age: float | None
+    stale: bool
+
+    @property
+    def health(self) -> str:
+        return (self.summary.get("health") or {}).get("state", "UNKNOWN")
+
+
+def group_row(cluster: Cluster, summary: dict, meta: ClusterMeta | None, now: float) -> GroupRow:
+    fresh = freshness(summary.get("as_of"), summary.get("stale_reason"), cluster=cluster, meta=meta, now=now)
+    if fresh.stale:
+        summary = {**summary, "stale": True, "stale_reason": fresh.reason, "health": unknown_health(fresh.reason)}
+    return GroupRow(cluster, summary, fresh.age, fresh.stale)
+
+
+@dataclass
+class GroupPage:
+    rows: list[GroupRow]
+    total: int
+    page: int
+    pages: int
+    per_page: int
+
+
+@dataclass
+class Overview:
+    states: list[ClusterState]
+    top: list[GroupRow]
+    health_counts: list[tuple[str, int]]
+    total: int
+
+
+def cluster_states(redis, clusters=None) -> list[ClusterState]:
+    clusters = list(clusters if clusters is not None else Cluster.objects.all())
+    metas = snapshots.read_metas(redis, [c.pk for c in clusters])
+    now = time.time()
+    return [ClusterState(c, metas.get(c.pk), now) for c in clusters]
+
+
+def _rows(redis, clusters: list[Cluster]) -> list[GroupRow]:
+    ids = [c.pk for c in clusters]
+    summaries, metas = snapshots.read_summaries(redis, ids), snapshots.read_metas(redis, ids)
+    now = time.time()
+    return [group_row(c, s, metas.get(c.pk), now) for c in clusters for s in summaries[c.pk]]
+
+
+def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
+    """The home page: cluster states, health counts and the groups most behind, in one read."""
+    rows = _rows(redis, clusters)
+    counts = Counter(row.health for row in rows)
+    return Overview(
+        states=cluster_states(redis, clusters),
+        top=_ordered(rows, "lag", descending=True)[:top],
+        health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
+        total=len(rows),
+    )
+
+
+def group_page(
+    redis,
+    *,
+    clusters: list[Cluster] | None = None,
+    query: str = "",
+    cluster: str = "",
+    health: str = "",
+    topic: str = "",
+    sort: str = "lag",
+    descending: bool = True,
+    page: int = 1,
+    per_page: int = 100,
+) -> GroupPage:
+    clusters = [
+        c for c in (Cluster.objects.all() if clusters is None else clusters) if not cluster or c.name == cluster
+    ]
+    needle, topic = query.strip().lower(), topic.strip()
+    rows = [
+        r
+        for r in _rows(redis, clusters)
+        if (not needle or needle in r.summary["group"].lower())
+        and (not topic or topic in (r.summary.get("topics") or []))
+        and (not health or r.health == health)
+    ]
+    ordered = _ordered(rows, sort, descending=descending)
+    pages = max(1, -(-len(ordered) // per_page))
+    page = min(max(1, page), pages)
+    return GroupPage(ordered[(page - 1) * per_page : page * per_page], len(ordered), page, pages, per_page)
+
+
+def _ordered(rows: list[GroupRow], sort: str, *, descending: bool) -> list[GroupRow]:
+    key = SORT_KEYS[sort]
+    known = [r for r in rows if key(r) is not None]
+    unknown = [r for r in rows if key(r) is None]  # unknown values go last whatever the direction
+    known.sort(key=lambda r: (key(r), r.summary["group"]), reverse=descending)
+    unknown.sort(key=lambda r: r.summary["group"])
+    return known + unknown
+
+
+@dataclass
+class GroupView:
+    doc: GroupDocument
+    state: ClusterState
+    age: float | None
+
+
+def group_detail(redis, cluster: Cluster, group: str) -> GroupView | None:
+    """One group's document as the page and the API show it, or None when it is not known."""
+    doc = snapshots.read_detail(redis, cluster.pk, group)
+    if doc is None:
+        return None
+    state = ClusterState(cluster, snapshots.read_meta(redis, cluster.pk))
+    fresh = freshness(doc.as_of, doc.stale_reason, cluster=cluster, meta=state.meta, now=state.now)
+    if fresh.stale:
+        doc = dataclasses.replace(doc, stale=True, stale_reason=fresh.reason, health=unknown_health(fresh.reason))
+    return GroupView(doc, state, fresh.age)
+
+
+def lag_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
+    """The group's lag over the last `hours`, from the history, as a plotly figure."""
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)
+    history = history_store().read("group_stats", cluster.name, group=group, since=since)
+    return charts.lag_figure(history, group=group, hours=hours)

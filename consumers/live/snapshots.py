@@ -1,0 +1,99 @@
+"""The latest state of every cluster, in Redis.
+
+Per cluster (by id):
+    rmqc:<id>:meta      JSON: when the last poll ran, how it went, brokers, problems
+    rmqc:<id>:groups    JSON list: one summary per group (the groups page)
+    rmqc:<id>:detail    hash: group -> JSON detail document (the group page)
+    rmqc:<id>:window    list, newest first: {"t": poll time, "s": {group: health sample}}
+    rmqc:<id>:lagtime   hash: message store times (see lagtime.py)
+    rmqc:<id>:due       set while the cluster's poll interval runs (see dispatch.py)
+    rmqc:<id>:lock      held while a poll runs
+
+A successful poll replaces meta, groups, detail and pushes one window entry in a single
+transaction, so a reader never sees half a poll. A failed poll only updates meta: the last
+known data stays, and pages show its age and the failure.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .documents import ClusterMeta, GroupDocument
+from .health import Sample
+
+WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
+
+
+def key(cluster_id: int, name: str) -> str:
+    return f"rmqc:{cluster_id}:{name}"
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def write_poll(
+    redis,
+    cluster_id: int,
+    *,
+    meta: ClusterMeta,
+    documents: dict[str, GroupDocument],
+    samples: dict[str, Sample],
+    polled_at: float,
+) -> None:
+    summaries = sorted((d.summary() for d in documents.values()), key=lambda s: s["group"])
+    pipe = redis.pipeline(transaction=True)
+    pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
+    pipe.set(key(cluster_id, "groups"), _dumps(summaries))
+    pipe.delete(key(cluster_id, "detail"))
+    if documents:
+        pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
+    pipe.lpush(key(cluster_id, "window"), _dumps({"t": polled_at, "s": {g: s.to_wire() for g, s in samples.items()}}))
+    pipe.ltrim(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)
+    pipe.execute()
+
+
+def write_meta(redis, cluster_id: int, meta: ClusterMeta) -> None:
+    redis.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
+
+
+def read_meta(redis, cluster_id: int) -> ClusterMeta | None:
+    raw = redis.get(key(cluster_id, "meta"))
+    return ClusterMeta.from_wire(json.loads(raw)) if raw else None
+
+
+def read_metas(redis, cluster_ids: list[int]) -> dict[int, ClusterMeta | None]:
+    if not cluster_ids:
+        return {}
+    raws = redis.mget([key(c, "meta") for c in cluster_ids])
+    return {c: ClusterMeta.from_wire(json.loads(r)) if r else None for c, r in zip(cluster_ids, raws, strict=True)}
+
+
+def read_summaries(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
+    if not cluster_ids:
+        return {}
+    raws = redis.mget([key(c, "groups") for c in cluster_ids])
+    return {c: json.loads(r) if r else [] for c, r in zip(cluster_ids, raws, strict=True)}
+
+
+def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:
+    raw = redis.hget(key(cluster_id, "detail"), group)
+    return GroupDocument.from_wire(json.loads(raw)) if raw else None
+
+
+def read_details(redis, cluster_id: int) -> dict[str, GroupDocument]:
+    return {
+        g.decode(): GroupDocument.from_wire(json.loads(d)) for g, d in redis.hgetall(key(cluster_id, "detail")).items()
+    }
+
+
+def read_window(redis, cluster_id: int, *, since: float) -> dict[str, list[Sample]]:
+    """Each group's samples newer than `since`, oldest first."""
+    samples: dict[str, list[Sample]] = {}
+    for raw in reversed(redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)):
+        entry = json.loads(raw)
+        if entry["t"] < since:
+            continue
+        for group, wire in entry["s"].items():
+            samples.setdefault(group, []).append(Sample.from_wire(wire))
+    return samples

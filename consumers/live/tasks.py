@@ -1,0 +1,50 @@
+"""Celery tasks of the live view: thin wrappers that fetch by id and call one service function."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from ..models import Cluster
+from ..redis_client import get_redis
+from .config import history_store
+from .dispatch import claim_due_clusters
+from .poll import poll_cluster as poll_cluster_service
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(ignore_result=True)
+def dispatch_polls() -> list[int]:
+    due = claim_due_clusters(get_redis())
+    for cluster_id in due:
+        poll_cluster.delay(cluster_id)
+    return due
+
+
+@shared_task(
+    ignore_result=True,
+    # a poll is a read: running it again after a lost worker is harmless
+    acks_late=True,
+    soft_time_limit=settings.ROCKETMQ_POLL_DEADLINE + 30,
+    time_limit=settings.ROCKETMQ_POLL_DEADLINE + 60,
+)
+def poll_cluster(cluster_id: int) -> str:
+    cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).first()
+    if cluster is None:
+        return "gone"
+    result = poll_cluster_service(cluster)
+    log.info("poll %s: %s, %d groups in %.2fs", cluster.name, result.status, result.groups, result.duration)
+    return result.status
+
+
+@shared_task(ignore_result=True, soft_time_limit=600, time_limit=900)
+def maintain_history() -> None:
+    """Flush what polls staged, merge small files, drop dates past the retention."""
+    store = history_store()
+    for name in Cluster.objects.values_list("name", flat=True):
+        store.flush(name)
+        store.compact(name)
+    store.prune(settings.HISTORY_RETENTION_DAYS)

@@ -1,0 +1,68 @@
+"""The live view's pages: overview, clusters, groups, one group and its lag chart. Each view
+validates its input, calls one selector and renders; htmx requests get the fragment."""
+
+from __future__ import annotations
+
+from django.http import Http404, JsonResponse
+from django.shortcuts import render
+
+from ..access import bad_request, cluster_or_404, console_page
+from ..models import Cluster
+from ..redis_client import get_redis
+from . import selectors
+from .forms import GroupFilterForm, LagChartForm
+
+
+@console_page
+def home(request):
+    overview = selectors.overview(get_redis(), list(Cluster.objects.all()))
+    context = {"states": overview.states, "top": overview.top, "health_counts": overview.health_counts}
+    return render(request, "consumers/home.html", {**context, "total": overview.total, "nav": "home"})
+
+
+@console_page
+def cluster_list(request):
+    states = selectors.cluster_states(get_redis())
+    template = "consumers/partials/_clusters_table.html" if request.htmx else "consumers/clusters.html"
+    return render(request, template, {"states": states, "nav": "clusters"})
+
+
+@console_page
+def group_list(request):
+    clusters = list(Cluster.objects.all())
+    form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
+    if not form.is_valid():
+        return bad_request(request, f"Invalid filter: {form.error_text()}")
+    page = selectors.group_page(get_redis(), clusters=clusters, **form.selector_arguments())
+    without_page = request.GET.copy()
+    without_page.pop("page", None)
+    context = {
+        "page": page,
+        "form": form,
+        "nav": "groups",
+        "query": without_page.urlencode(),  # for the pager
+        "refresh_query": request.GET.urlencode(),  # the table refreshes the page it shows
+    }
+    template = "consumers/partials/_groups_table.html" if request.htmx else "consumers/groups.html"
+    return render(request, template, context)
+
+
+@console_page
+def group_detail(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    view = selectors.group_detail(get_redis(), cluster, group)
+    if view is None:
+        raise Http404(f"No group {group} in the last snapshot of {cluster}")
+    context = {"cluster": cluster, "group": group, "doc": view.doc, "state": view.state, "age": view.age}
+    template = "consumers/partials/_group_state.html" if request.htmx else "consumers/group_detail.html"
+    return render(request, template, {**context, "nav": "groups"})
+
+
+@console_page
+def group_lag_chart(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    form = LagChartForm(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"error": form.errors.get_json_data()}, status=400)
+    figure = selectors.lag_chart(cluster, group, hours=form.cleaned_data["hours"] or 6)
+    return JsonResponse(figure, safe=False)

@@ -1,1 +1,0 @@
-"""Plain service functions: the logic views, tasks and commands call."""

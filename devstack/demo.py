@@ -1,0 +1,304 @@
+"""The demo: a local RocketMQ with realistic traffic, Redis, Celery worker and beat, and Django.
+
+Everything runs as children of one process (`python -m devstack.demo`); they die with it,
+also when it is killed. Ctrl-C, SIGTERM or `python -m devstack.demo --stop` stops them in
+order. The state file (VAR_DIR/demo/demo.json) says what runs where.
+
+This is development tooling: it is not a Django app and production code never imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import secrets
+import select
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import django
+
+from .processes import ManagedProcess, StartupError, free_port, port_is_free
+from .redis import ensure_local_redis
+from .rocketmq import LocalRocketMQ
+from .runtime import PROJECT_ROOT, ensure_runtime
+from .traffic import Harness
+
+ROLES_FOR_DEMO = ("viewer", "operator", "approver", "admin")
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+django.setup()
+
+from django.conf import settings  # noqa: E402  (after django.setup)
+
+
+def state_file() -> Path:
+    return Path(settings.VAR_DIR) / "demo" / "demo.json"
+
+
+def _port(preferred: int, *, also_free=()) -> int:
+    if all(port_is_free(p) for p in (preferred, *(preferred + o for o in also_free))):
+        return preferred
+    return free_port(also_free=also_free)
+
+
+class Demo:
+    def __init__(self, *, http_port: int = 8000, namesrv_port: int = 9876, broker_port: int = 10911, log=print):
+        self.log = log
+        self.base = Path(settings.VAR_DIR) / "demo"
+        self.http_port = http_port
+        self.namesrv_port = _port(namesrv_port)
+        self.broker_ports = {"broker-a": _port(broker_port, also_free=(-2, 1))}
+        self.broker_ports["broker-b"] = _port(broker_port + 100, also_free=(-2, 1))
+        self.processes: list[ManagedProcess] = []
+        self.rocketmq: LocalRocketMQ | None = None
+        self.redis = None
+        self.harness: Harness | None = None
+        self._stopping = False
+
+    def start(self) -> dict[str, str]:
+        from django.core.management import call_command
+
+        if not port_is_free(self.http_port):
+            raise StartupError(f"port {self.http_port} is taken: pass --http-port")
+        self.base.mkdir(parents=True, exist_ok=True)
+        runtime = ensure_runtime(log=self.log)
+        self.log("Starting Redis (if needed), RocketMQ (name server + 2 brokers) ...")
+        self.redis = ensure_local_redis(settings.REDIS_URL, self.base / "redis")
+        self.rocketmq = LocalRocketMQ(
+            runtime,
+            broker_names=("broker-a", "broker-b"),
+            base_dir=self.base / "rocketmq",
+            namesrv_port=self.namesrv_port,
+            broker_ports=self.broker_ports,
+        ).start()
+        call_command("migrate", verbosity=0)
+        users = self._prepare_database()
+        self.log(
+            "Starting traffic: producers and healthy, slow, failing, stalled, stopped, broadcasting, orderly groups ..."
+        )
+        self.harness = Harness(runtime, self.rocketmq.namesrv_addr, self.base / "harness", name="demo-traffic")
+        _start_traffic(self.harness, self.rocketmq)
+        self.log("Starting the Celery worker and beat, and Django ...")
+        environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
+        python = sys.executable
+        celery = [python, "-m", "celery", "-A", "dashboard"]
+        self._spawn(
+            "celery-worker", [*celery, "worker", "-l", "info", "--pool", "threads", "-c", "4", "-E"], environment
+        )
+        self._spawn(
+            "celery-beat", [*celery, "beat", "-l", "info", "-s", str(self.base / "celerybeat-schedule")], environment
+        )
+        web = self._spawn(
+            "django", [python, "manage.py", "runserver", f"127.0.0.1:{self.http_port}", "--noreload"], environment
+        )
+        web.wait_until(lambda: _answers(f"http://127.0.0.1:{self.http_port}/login/"), 90, "the login page answers")
+        self._write_state()
+        return users
+
+    def _spawn(self, name: str, args: list[str], environment: dict) -> ManagedProcess:
+        process = ManagedProcess(name, args, log_path=self.base / f"{name}.log", cwd=PROJECT_ROOT, env=environment)
+        self.processes.append(process)
+        return process
+
+    def _prepare_database(self) -> dict[str, str]:
+        from consumers.models import Cluster
+        from consumers.services.users import create_or_update_user, ensure_roles
+
+        ensure_roles()
+        Cluster.objects.update_or_create(
+            name=settings.ROCKETMQ_DEFAULT_CLUSTER_NAME,
+            defaults={"namesrv_addrs": self.rocketmq.namesrv_addr, "poll_interval": settings.ROCKETMQ_POLL_INTERVAL},
+        )
+        users = {}
+        for role in ROLES_FOR_DEMO:
+            password = f"demo-{role}-{secrets.token_hex(3)}"
+            create_or_update_user(role, role, password, update=True, validate=False)
+            users[role] = password
+        return users
+
+    def _write_state(self) -> None:
+        state = {
+            "pid": os.getpid(),
+            "url": f"http://127.0.0.1:{self.http_port}/",
+            "namesrv": self.rocketmq.namesrv_addr,
+            "brokers": {n: b.address for n, b in self.rocketmq.brokers.items()},
+            "redis": settings.REDIS_URL,
+            "redis_started": self.redis is not None,
+            "children": {p.name: p.pid for p in self._all_processes()},
+        }
+        state_file().write_text(json.dumps(state, indent=2))
+
+    def _all_processes(self) -> list[ManagedProcess]:
+        found = list(self.processes)
+        if self.harness:
+            found.append(self.harness.process)
+        if self.rocketmq:
+            found += self.rocketmq.processes()
+        if self.redis:
+            found.append(self.redis.process)
+        return found
+
+    def run_until_stopped(self) -> None:
+        def request_stop(signum, frame):
+            self._stopping = True
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        down: set[str] = set()
+        interactive = sys.stdin.isatty()
+        while not self._stopping:
+            for process in self.processes:
+                if not process.alive():
+                    self.log(f"{process.name} exited ({process.popen.returncode}); see {process.log_path}")
+                    self._stopping = True
+            for name, broker in self.rocketmq.brokers.items():
+                if name not in down and (broker.process is None or not broker.process.alive()):
+                    down.add(name)
+                    self.log(
+                        f"{name} is down. The console shows it as missing (cluster degraded) and keeps its "
+                        "queues with their last known values. "
+                        + ("Press Enter here to restart it." if interactive else "Restart the demo to bring it back.")
+                    )
+            if down and interactive and _enter_pressed(0.5):
+                for name in sorted(down):
+                    self.log(f"Restarting {name} ...")
+                    self.rocketmq.stop_broker(name, grace=1)
+                    self.rocketmq.start_broker(name)
+                    self.log(f"{name} is back; the console shows it fresh within two polls.")
+                down.clear()
+            elif not (down and interactive):
+                time.sleep(0.5)
+
+    def stop(self, seconds: float = 8.0) -> None:
+        """Stop everything within about `seconds`: all processes are asked at once (SIGTERM) and
+        killed when the time is up. Demo data is throwaway, so nothing waits for a clean flush."""
+        self.log("Stopping ...")
+        processes = [p for p in self._all_processes() if p is not None]
+        for process in processes:
+            process.signal(signal.SIGTERM)
+        deadline = time.monotonic() + seconds
+        for process in processes:
+            process.stop(max(0.1, deadline - time.monotonic()))
+        state_file().unlink(missing_ok=True)
+        self.log("Stopped.")
+
+
+def _enter_pressed(timeout: float) -> bool:
+    ready, _, _ = select.select([sys.stdin], [], [], timeout)
+    return bool(ready) and sys.stdin.readline() is not None
+
+
+def _start_traffic(harness: Harness, rocketmq: LocalRocketMQ) -> None:
+    """Topics and groups that show every state the console knows."""
+    import asyncio
+
+    from consumers.rocketmq import AdminClient
+    from consumers.rocketmq.models import TopicConfig
+
+    async def create_topics():
+        async with AdminClient(rocketmq.namesrv_addr) as client:
+            masters = list((await client.topology.cluster_info()).masters().values())
+            for topic, queues in (("orders", 4), ("payments", 2), ("audit-log", 1)):
+                await client.actions.create_or_update_topic(TopicConfig(topic, queues, queues), masters)
+
+    asyncio.run(create_topics())
+    quiet = {"quiet": True}
+    harness.produce("orders", -1, rate=20, wait=False, binaryEvery=9, largeEvery=13, **quiet)
+    harness.produce("payments", -1, rate=5, wait=False, **quiet)
+    harness.produce("audit-log", -1, rate=2, wait=False, **quiet)
+    harness.consume("orders-service", "orders", **quiet)
+    # one thread sleeping 100 ms a message: 10/s against 20/s produced, so it falls behind
+    harness.consume("orders-analytics", "orders", threads=1, sleepMs=100, **quiet)
+    harness.consume("orders-fulfilment", "orders", mode="stalled", **quiet)
+    harness.consume("payments-worker", "payments", mode="failing", failEvery=10, maxReconsumeTimes=2, **quiet)
+    harness.consume("payments-ledger", "payments", orderly=True, **quiet)
+    for i in range(2):
+        harness.consume("audit-mirror", "audit-log", model="BROADCASTING", instanceName=f"mirror-{i}", **quiet)
+    # consumes a while, then goes away for good: STOPPED with a growing lag
+    billing = harness.consume("billing-legacy", "payments", **quiet)
+    time.sleep(3)
+    billing.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def stop_running_demo(timeout: float = 120.0) -> bool:
+    """Ask the running demo to stop and wait for it; False when none runs."""
+    path = state_file()
+    if not path.exists():
+        return False
+    pid = json.loads(path.read_text())["pid"]
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        path.unlink(missing_ok=True)
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)  # its children die with it (PR_SET_PDEATHSIG)
+    return True
+
+
+def announce(demo: Demo, users: dict[str, str]) -> str:
+    lines = [
+        "",
+        "Demo ready.",
+        f"  Console      http://127.0.0.1:{demo.http_port}/   (log in as one of these users)",
+    ]
+    lines += [f"    {role:<9} password {password}" for role, password in users.items()]
+    lines += [
+        f"  RocketMQ     name server {demo.rocketmq.namesrv_addr}, brokers "
+        + ", ".join(f"{n} {b.address}" for n, b in demo.rocketmq.brokers.items()),
+        f"  Redis        {settings.REDIS_URL}{' (started by the demo)' if demo.redis else ''}",
+        "  Celery       worker (4 threads) and beat: a poll every "
+        f"{settings.ROCKETMQ_POLL_INTERVAL} s; logs in {demo.base}",
+        f"  State        {state_file()}",
+        "Stop with Ctrl-C, or `make stop` (python -m devstack.demo --stop) from another terminal.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m devstack.demo",
+        description="Run the demo: local RocketMQ with traffic, Redis, Celery worker and beat, and Django. "
+        "Ctrl-C stops it.",
+    )
+    parser.add_argument("--stop", action="store_true", help="stop a demo running in another terminal")
+    parser.add_argument("--http-port", type=int, default=8000)
+    parser.add_argument("--namesrv-port", type=int, default=9876, help="used if free, else a free port")
+    parser.add_argument("--broker-port", type=int, default=10911, help="used if free, else a free port")
+    args = parser.parse_args(argv)
+    if args.stop:
+        print("Demo stopped." if stop_running_demo() else "No demo is running.", flush=True)
+        return
+    log = functools.partial(print, flush=True)
+    demo = Demo(http_port=args.http_port, namesrv_port=args.namesrv_port, broker_port=args.broker_port, log=log)
+    try:
+        users = demo.start()
+        log(announce(demo, users))
+        demo.run_until_stopped()
+    finally:
+        demo.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The demo command brings everything up, answers behind login, polls, and leaves nothing
+behind when stopped."""
+
+from __future__ import annotations
+
+import base64
+import http.cookiejar
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from devstack.processes import free_port
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+
+def processes_with_environment(marker: str) -> list[int]:
+    """Processes whose environment mentions `marker`: the demo's children all inherit it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
+    var = tmp_path / "demo-var"
+    http_port = free_port()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REDIS_URL"))},
+        "VAR_DIR": str(var),
+        "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+        "ROCKETMQ_POLL_INTERVAL": "5",
+    }
+    log = open(tmp_path / "demo.out", "w")  # closed in the finally below
+    manage = [sys.executable, "-m", "devstack.demo"]
+    demo = subprocess.Popen(
+        [
+            *manage,
+            "--http-port",
+            str(http_port),
+            "--namesrv-port",
+            str(free_port()),
+            "--broker-port",
+            str(free_port(also_free=(-2, 1, 100, 98, 101))),
+        ],
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=settings.BASE_DIR,
+    )
+    output = tmp_path / "demo.out"
+    try:
+        deadline = time.monotonic() + 300
+        while "Demo ready." not in output.read_text():
+            assert demo.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, output.read_text()
+            time.sleep(1)
+        text = output.read_text()
+        password = re.search(r"viewer\s+password (\S+)", text).group(1)
+        base = f"http://127.0.0.1:{http_port}"
+
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        login_page = browser.open(base + "/").read().decode()  # sent to the login page
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page).group(1)
+        form = urllib.parse.urlencode({"username": "viewer", "password": password, "csrfmiddlewaretoken": token})
+        home = browser.open(
+            urllib.request.Request(base + "/login/", data=form.encode(), headers={"Referer": base + "/login/"})
+        )
+        assert home.url == base + "/" and "Overview" in home.read().decode()
+
+        # the worker and beat poll: the API soon shows the cluster with its groups
+        auth = {"Authorization": "Basic " + base64.b64encode(f"viewer:{password}".encode()).decode()}
+        deadline = time.monotonic() + 90
+        while True:
+            clusters = json.loads(
+                urllib.request.urlopen(urllib.request.Request(base + "/api/clusters/", headers=auth)).read()
+            )
+            meta = clusters["clusters"][0]["last_poll"] or {}
+            if meta.get("groups", 0) >= 6:
+                break
+            assert time.monotonic() < deadline, clusters
+            time.sleep(2)
+        children = json.loads((var / "demo" / "demo.json").read_text())["children"]
+        assert {"django", "celery-worker", "celery-beat", "namesrv", "broker-a", "broker-b", "redis-server"} <= set(
+            children
+        )
+    finally:
+        stopping = time.monotonic()
+        stop = subprocess.run(
+            [*manage, "--stop"], env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180
+        )
+        stop_seconds = time.monotonic() - stopping
+        demo.wait(60)
+        log.close()
+    assert "Demo stopped." in stop.stdout
+    print(f"\nmake stop took {stop_seconds:.1f} s")
+    assert stop_seconds < 10  # the demo stops every child at once, killing what lingers at 8 s
+    time.sleep(1)
+    assert processes_with_environment(str(var)) == []  # no JVM, redis-server, Celery or Django left

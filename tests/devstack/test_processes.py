@@ -1,0 +1,53 @@
+"""Children of a dead test run die with it: no JVM outlives the process that started it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.broker
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from devstack.rocketmq import LocalRocketMQ
+    from devstack.runtime import ensure_runtime
+    cluster = LocalRocketMQ(ensure_runtime(), base_dir=Path(sys.argv[1])).start()
+    print(" ".join(str(p.pid) for p in cluster.processes()), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}/status").exists() else ""
+    return "State:\tZ" not in status
+
+
+def test_killing_the_python_process_kills_its_jvms(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "cluster")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    pids = [int(p) for p in holder.stdout.readline().split()]
+    assert len(pids) == 2 and all(alive(p) for p in pids)
+    holder.send_signal(signal.SIGKILL)  # no atexit, no cleanup: only the kernel's death signal
+    holder.wait()
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids)

@@ -1,0 +1,202 @@
+"""Polling through failures on a cluster of its own: unreadable parts keep their last value,
+marked with the reason and their age, and the pages say so."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from consumers.live import snapshots
+from consumers.live.poll import poll_cluster
+from consumers.models import Cluster
+from consumers.rocketmq import AdminClient
+from consumers.rocketmq.fastjson import loads
+from consumers.rocketmq.models import MessageQueue
+from devstack.mqadmin import MQAdmin, parse_topic_status
+from tests.conftest import SESSION_DIR, run
+from tests.support.scenarios import prepared_cluster, wait
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+TOPIC, GROUP = "T-pf", "G-pf"
+
+
+@pytest.fixture(scope="module")
+def small(rmq_runtime):
+    local = prepared_cluster(rmq_runtime, SESSION_DIR / "poll-faults", topic=TOPIC, group=GROUP)
+    yield local
+    if getattr(local, "mqadmin", None) is not None:
+        local.mqadmin.close()
+    local.stop()
+
+
+@pytest.fixture
+def cluster(db, redis, history_dir, small, settings):
+    settings.ROCKETMQ_POLL_DEADLINE = 4
+    settings.ROCKETMQ_REQUEST_TIMEOUT = 1.5
+    settings.ROCKETMQ_BROKER_DEADLINE = 1.5
+    return Cluster.objects.create(name="small", namesrv_addrs=small.namesrv_addr)
+
+
+def test_a_frozen_broker_leaves_its_queues_as_last_seen_marked_stale(cluster, redis, small, viewer_client):
+    assert poll_cluster(cluster).status == "ok"
+    first = snapshots.read_detail(redis, cluster.pk, GROUP).to_wire()
+    small.brokers["broker-b"].process.signal(signal.SIGSTOP)
+    try:
+        result = poll_cluster(cluster)
+    finally:
+        small.brokers["broker-b"].process.signal(signal.SIGCONT)
+    assert result.status == "degraded" and result.duration < 8
+    doc = snapshots.read_detail(redis, cluster.pk, GROUP).to_wire()
+    rows = {(q["broker"], q["queue_id"]): q for q in doc["queues"] if q["topic"] == TOPIC}
+    assert len(rows) == 4
+    fresh, stale = rows[("broker-a", 0)], rows[("broker-b", 0)]
+    assert fresh["stale_reason"] is None and fresh["as_of"] > first["as_of"]
+    assert stale["as_of"] == first["as_of"] and stale["stale_reason"].startswith("broker unreadable:")
+    assert (stale["consumer"], stale["lag"]) == (1, rows[("broker-b", 0)]["max"] - 1)
+    meta = snapshots.read_meta(redis, cluster.pk)
+    assert next(b for b in meta.brokers if b.name == "broker-b").error
+    html = viewer_client.get(f"/groups/small/{GROUP}/").content.decode()
+    assert 'title="broker unreadable:' in html and "incomplete: broker-b broker unreadable" in html
+    assert 'data-state="failing"' in viewer_client.get("/clusters/").content.decode()
+
+
+def commit(small, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit offsets for GROUP on TOPIC, as a consumer would: values the test knows."""
+
+    async def send():
+        async with AdminClient(small.namesrv_addr) as client:
+            for (broker, queue_id), offset in offsets.items():
+                await client.actions.update_consumer_offset(GROUP, MessageQueue(TOPIC, broker, queue_id), offset)
+
+    run(send())
+
+
+def test_a_hung_broker_fails_alone_named_while_the_other_stays_fresh(cluster, redis, small, viewer_client, settings):
+    settings.ROCKETMQ_POLL_DEADLINE = 8
+    commit(small, {("broker-b", 0): 2, ("broker-b", 1): 2})
+    assert poll_cluster(cluster).status == "ok"
+    small.brokers["broker-b"].process.signal(signal.SIGSTOP)
+    try:
+        for offset in (2, 3):  # broker-a's offsets advance between polls during the hang
+            commit(small, {("broker-a", 0): offset, ("broker-a", 1): offset})
+            result = poll_cluster(cluster)
+            assert result.status == "degraded" and result.duration < settings.ROCKETMQ_POLL_DEADLINE
+            doc = snapshots.read_detail(redis, cluster.pk, GROUP)
+            rows = {(q.broker, q.queue_id): q for q in doc.queues if q.topic == TOPIC}
+            assert [(rows[("broker-a", i)].consumer, rows[("broker-a", i)].stale_reason) for i in (0, 1)] == [
+                (offset, None),
+                (offset, None),
+            ]
+            assert all("broker-b" in doc.lag_incomplete and rows[("broker-b", i)].stale_reason for i in (0, 1))
+            api = viewer_client.get(f"/api/groups/small/{GROUP}/").json()
+            html = viewer_client.get(f"/groups/small/{GROUP}/").content.decode()
+            assert api["health"]["state"] == "UNKNOWN" and 'id="health-state">UNKNOWN<' in html
+            assert api["stale"] is ("stale-banner" in html) is False  # the group was read, in part
+            assert "broker-b" in api["lag_incomplete"] and "incomplete: broker-b" in html
+            broker_b = next(b for b in snapshots.read_meta(redis, cluster.pk).brokers if b.name == "broker-b")
+            assert broker_b.state == "failing" and broker_b.error
+    finally:
+        small.brokers["broker-b"].process.signal(signal.SIGCONT)
+    assert poll_cluster(cluster).status == "ok"
+    ours = {(q.broker, q.queue_id): q.consumer for q in snapshots.read_detail(redis, cluster.pk, GROUP).queues}
+    assert ours == {("broker-a", 0): 3, ("broker-a", 1): 3, ("broker-b", 0): 2, ("broker-b", 1): 2}  # as committed
+
+
+def small_mqadmin(small):
+    if getattr(small, "mqadmin", None) is None:
+        small.mqadmin = MQAdmin(small.runtime, small.namesrv_addr, SESSION_DIR / "poll-faults-mqadmin")
+    return small.mqadmin
+
+
+def flushed(small, broker: str, offsets: dict[int, int]) -> bool:
+    """The broker has written these committed offsets to its store (it flushes every 5 s): what
+    a SIGKILL cannot take back."""
+    path = small.brokers[broker].store / "config" / "consumerOffset.json"
+    try:
+        table = loads(path.read_bytes())["offsetTable"].get(f"{TOPIC}@{GROUP}", {})
+    except (OSError, ValueError, KeyError):
+        return False
+    return {int(k): v for k, v in table.items()} == offsets
+
+
+def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster, redis, small, viewer_client):
+    committed = {("broker-a", 0): 5, ("broker-a", 1): 5, ("broker-b", 0): 4, ("broker-b", 1): 4}
+    commit(small, committed)
+    wait(lambda: flushed(small, "broker-b", {0: 4, 1: 4}), 30, "broker-b flushed the committed offsets")
+    assert poll_cluster(cluster).status == "ok"
+    before = {(q.broker, q.queue_id): q for q in snapshots.read_detail(redis, cluster.pk, GROUP).queues}
+    small.kill_broker("broker-b")
+    try:
+        wait(lambda: "broker-b" not in run(_masters(small)), 60, "the name server drops broker-b")
+        assert poll_cluster(cluster).status == "degraded"
+        meta = snapshots.read_meta(redis, cluster.pk)
+        missing = next(b for b in meta.brokers if b.name == "broker-b")
+        assert missing.state == "missing" and missing.missing_since >= meta.polled_at - 1
+        doc = snapshots.read_detail(redis, cluster.pk, GROUP)
+        rows = {(q.broker, q.queue_id): q for q in doc.queues}
+        assert set(rows) == set(before)  # no queue vanished with the broker
+        for i in (0, 1):
+            row = rows[("broker-b", i)]
+            assert "missing since" in row.stale_reason and "(not in the name server)" in row.stale_reason
+            assert (row.consumer, row.max) == (before[("broker-b", i)].consumer, before[("broker-b", i)].max)
+        assert (
+            doc.lag == sum(q.lag for q in before.values() if not q.retry) and "broker-b missing" in doc.lag_incomplete
+        )
+        clusters = viewer_client.get("/api/clusters/").json()["clusters"]
+        assert clusters[0]["state"] == "degraded"
+        html = viewer_client.get("/clusters/").content.decode()
+        assert 'data-broker="broker-b" data-state="missing"' in html and "(not in the name server)" in html
+    finally:
+        started = time.monotonic()
+        small.start_broker("broker-b")
+        small.wait_registered({"broker-a", "broker-b"})
+    recovered = None
+    for _ in range(2):  # fresh again within two polls
+        if poll_cluster(cluster).status == "ok":
+            recovered = time.monotonic() - started
+            break
+    assert recovered is not None, snapshots.read_meta(redis, cluster.pk)
+    print(f"\nrecovered {recovered:.1f} s after the broker was restarted")
+    doc = snapshots.read_detail(redis, cluster.pk, GROUP)
+    assert doc.lag_incomplete is None and not any(q.stale_reason for q in doc.queues)
+    # mqadmin's consumerProgress needs a consumer's retry route, which this group never had:
+    # max offsets from its topicStatus, consumer offsets as this test committed them
+    status = parse_topic_status(small_mqadmin(small).run("topicStatus", "-t", TOPIC).out)
+    assert {(q.broker, q.queue_id): (q.max, q.consumer) for q in doc.queues if q.topic == TOPIC} == {
+        (r.broker, r.queue_id): (r.max_offset, committed[(r.broker, r.queue_id)]) for r in status
+    }
+
+
+async def _masters(small) -> dict:
+    async with AdminClient(small.namesrv_addr) as client:
+        return (await client.topology.cluster_info()).masters()
+
+
+def test_a_dead_name_server_makes_everything_stale_with_the_reason_then_recovers(
+    cluster, redis, small, viewer_client, settings
+):
+    settings.STALE_MARGIN_SECONDS = 0
+    Cluster.objects.filter(pk=cluster.pk).update(poll_interval=1)  # stale after 1 + 4 s
+    assert poll_cluster(cluster).status in ("ok", "degraded")
+    small.namesrv.stop()
+    try:
+        result = poll_cluster(cluster)
+        assert result.status == "failed" and "no name server answered" in result.error
+        meta = snapshots.read_meta(redis, cluster.pk)
+        assert meta.status == "failed" and meta.last_success_at < meta.polled_at
+        html = viewer_client.get("/clusters/").content.decode()
+        assert "Last poll failed: ConnectError: no name server answered" in html
+        time.sleep(5.5)
+        api = viewer_client.get(f"/api/groups/small/{GROUP}/").json()
+        assert api["stale"] and "the last poll failed: ConnectError" in api["stale_reason"] and api["age_seconds"] > 5
+        assert api["health"]["state"] == "UNKNOWN" and api["lag"] is not None  # the last known value stays
+        listed = viewer_client.get("/api/groups/").json()["groups"]
+        assert all(g["stale"] and g["health"]["state"] == "UNKNOWN" for g in listed)
+        assert "stale-banner" in viewer_client.get(f"/groups/small/{GROUP}/").content.decode()
+    finally:
+        small.restart_namesrv()
+        small.wait_registered({"broker-a", "broker-b"})
+    assert poll_cluster(cluster).status == "ok"
+    assert not viewer_client.get(f"/api/groups/small/{GROUP}/").json()["stale"]

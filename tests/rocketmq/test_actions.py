@@ -1,0 +1,228 @@
+"""Actions against the real cluster: offsets, resets on both broker paths, sends, direct
+consumption, topic and group configs."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from consumers.rocketmq import AdminClient
+from consumers.rocketmq.codes import retry_topic
+from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from devstack.mqadmin import parse_consumer_config, parse_consumer_progress, parse_reset_offset
+from tests.conftest import run
+from tests.support.scenarios import wait, wait_committed
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+def two_batches(traffic, names, create_topic):
+    """20 messages, a known instant, 20 more: the first offset at or after that instant in
+    each queue is the number of first-batch messages the harness put there."""
+    topic = create_topic(names.topic("batches"))
+    first = traffic.produce(topic, 20)
+    time.sleep(1.2)
+    instant = int(time.time() * 1000)
+    time.sleep(1.2)
+    second = traffic.produce(topic, 20)
+    expected = Counter((m.broker, m.queue_id) for m in first.sent)
+    queues = {(m.broker, m.queue_id) for m in first.sent + second.sent}
+    return topic, instant, {q: expected.get(q, 0) for q in queues}, first.sent + second.sent
+
+
+def _consumed_group(traffic, mqadmin, group, topic, *, stop: bool):
+    consumer = traffic.consume(group, topic)
+    consumer.wait_acked(40)
+    wait_committed(mqadmin, group, topic, diff=0)
+    if stop:
+        consumer.stop()
+    return consumer
+
+
+def test_search_offset_by_timestamp_agrees_with_the_harness_and_mqadmin(two_batches, namesrv, mqadmin, traffic, names):
+    topic, instant, expected, _ = two_batches
+    group = names.group("search")
+    _consumed_group(traffic, mqadmin, group, topic, stop=True)
+
+    async def search():
+        async with AdminClient(namesrv) as client:
+            return {
+                (b, q): await client.actions.search_offset(MessageQueue(topic, b, q), instant) for (b, q) in expected
+            }
+
+    assert run(search()) == expected
+    # mqadmin's reset computes the same targets (and applies them to this throwaway group)
+    printed = parse_reset_offset(mqadmin.run("resetOffsetByTime", "-g", group, "-t", topic, "-s", str(instant)).out)
+    assert printed == expected
+
+
+def test_reset_of_an_offline_group_on_the_server_side_path(two_batches, namesrv, mqadmin, traffic, names):
+    topic, instant, expected, _ = two_batches
+    group = names.group("offline")
+    _consumed_group(traffic, mqadmin, group, topic, stop=True)
+
+    async def reset():
+        async with AdminClient(namesrv) as client:
+            return await client.actions.reset_offset_by_timestamp(group, topic, instant)
+
+    result = run(reset())
+    assert result.ok and {b.path for b in result.brokers} == {"server"}
+    assert {(mq.broker_name, mq.queue_id): o for mq, o in result.offsets.items()} == expected
+    progress = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out)
+    assert {(r.broker, r.queue_id): r.consumer_offset for r in progress.rows if r.topic == topic} == expected
+
+
+def test_reset_with_the_consumer_online_redelivers_from_the_new_offsets(two_batches, namesrv, mqadmin, traffic, names):
+    topic, instant, expected, sent = two_batches
+    group = names.group("online")
+    consumer = _consumed_group(traffic, mqadmin, group, topic, stop=False)
+
+    async def reset():
+        async with AdminClient(namesrv) as client:
+            return await client.actions.reset_offset_by_timestamp(group, topic, instant)
+
+    result = run(reset())
+    assert result.ok and {b.path for b in result.brokers} == {"server"}
+    second_batch = {m.msg_id for m in sent if m.queue_offset >= expected[(m.broker, m.queue_id)]}
+    assert len(second_batch) == 20
+
+    def redelivered() -> bool:
+        return len(consumer.events("acked")) >= 60
+
+    wait(redelivered, 60, "the second batch delivered again")
+    again = consumer.events("acked")[40:]
+    assert {e["msgId"] for e in again} == second_batch
+    for e in again:  # every queue restarted exactly at its reset offset
+        assert e["queueOffset"] >= expected[(e["broker"], e["queueId"])]
+
+
+@pytest.fixture
+def client_notify_reset(mqadmin):
+    """Switch the brokers to 4.x reset semantics (notify the clients) for one test."""
+    mqadmin.run("updateBrokerConfig", "-c", "DefaultCluster", "-k", "useServerSideResetOffset", "-v", "false")
+    yield
+    mqadmin.run("updateBrokerConfig", "-c", "DefaultCluster", "-k", "useServerSideResetOffset", "-v", "true")
+
+
+def test_reset_on_the_4x_path_notifies_online_clients_and_writes_offline_groups(
+    client_notify_reset, two_batches, namesrv, mqadmin, traffic, names
+):
+    topic, instant, expected, _ = two_batches
+    offline = names.group("old-offline")
+    online = names.group("old-online")
+    _consumed_group(traffic, mqadmin, offline, topic, stop=True)
+    consumer = _consumed_group(traffic, mqadmin, online, topic, stop=False)
+
+    async def reset(group):
+        async with AdminClient(namesrv) as client:
+            return await client.actions.reset_offset_by_timestamp(group, topic, instant)
+
+    offline_result = run(reset(offline))
+    assert offline_result.ok and {b.path for b in offline_result.brokers} == {"offline"}
+    progress = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", offline).out)
+    assert {(r.broker, r.queue_id): r.consumer_offset for r in progress.rows if r.topic == topic} == expected
+
+    online_result = run(reset(online))
+    assert online_result.ok and {b.path for b in online_result.brokers} == {"client"}
+    assert {(mq.broker_name, mq.queue_id): o for mq, o in online_result.offsets.items()} == expected
+    # the Java client pauses about 10 s, then consumes again from the new offsets
+    wait(lambda: len(consumer.events("acked")) >= 60, 90, "second batch redelivered after the client reset")
+
+
+def test_update_consumer_offset_of_an_offline_group(two_batches, namesrv, mqadmin, traffic, names):
+    topic, _, _, _ = two_batches
+    group = names.group("commit")
+    _consumed_group(traffic, mqadmin, group, topic, stop=True)
+    target = MessageQueue(topic, "broker-b", 2)
+
+    async def commit():
+        async with AdminClient(namesrv) as client:
+            return await client.actions.update_consumer_offset(group, target, 1)
+
+    assert run(commit()) is True
+    row = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out).row(topic, "broker-b", 2)
+    assert row.consumer_offset == 1
+
+
+def test_sent_messages_reach_consumers_also_through_the_retry_topic(traffic, names, create_topic, namesrv):
+    topic = create_topic(names.topic("send"))
+    group = names.group("send")
+    consumer = traffic.consume(group, topic)
+
+    async def send():
+        async with AdminClient(namesrv) as client:
+            plain = await client.actions.send_message(topic, "é body".encode(), tags="TagZ", keys=["k-1", "k-2"])
+            big = await client.actions.send_message(topic, b"z" * 20000, keys=["big"])
+            retried = await client.actions.send_message(
+                retry_topic(group),
+                b"redriven",
+                keys=["k-retry"],
+                properties={"RETRY_TOPIC": topic},
+                reconsume_times=3,
+                max_reconsume_times=16,
+            )
+            return plain, big, retried
+
+    plain, big, retried = run(send())
+    assert {plain.status, big.status, retried.status} == {"SEND_OK"}
+    wait(lambda: len(consumer.events("acked")) >= 3, 60, "three messages consumed")
+    by_id = {e["msgId"]: e for e in consumer.events("acked")}
+    assert by_id[plain.msg_id]["key"] == "k-1 k-2" and by_id[plain.msg_id]["tags"] == "TagZ"
+    assert by_id[big.msg_id]["topic"] == topic
+    # through %RETRY%: the client restores the original topic and keeps the reconsume count
+    assert by_id[retried.msg_id]["topic"] == topic and by_id[retried.msg_id]["reconsumeTimes"] == 3
+
+
+def test_consume_message_directly_runs_a_live_consumers_listener(traffic, names, create_topic, namesrv):
+    topic = create_topic(names.topic("direct"))
+    group = names.group("direct")
+    produced = traffic.produce(topic, 5)
+    consumer = traffic.consume(group, topic)
+    consumer.wait_acked(5)
+    target = produced.sent[3]
+
+    async def direct():
+        async with AdminClient(namesrv) as client:
+            by_offset_id = await client.actions.consume_message_directly(
+                group, consumer.client_id, target.offset_msg_id, topic=topic
+            )
+            by_client_id = await client.actions.consume_message_directly(
+                group, consumer.client_id, target.msg_id, topic=topic
+            )
+            return by_offset_id, by_client_id
+
+    first, second = run(direct())
+    assert first.consume_result == second.consume_result == "CR_SUCCESS"
+    # the normal delivery and the two direct ones (events arrive asynchronously)
+    wait(lambda: len([e for e in consumer.events("acked") if e["key"] == target.key]) >= 3, 10, "3 runs")
+    runs = [e for e in consumer.events("acked") if e["key"] == target.key]
+    assert [e["msgId"] for e in runs] == [target.msg_id] * 3
+
+
+def test_create_a_topic_and_update_a_subscription_group(names, namesrv, mqadmin):
+    topic = names.topic("created")
+    group = names.group("configured")
+
+    async def configure():
+        async with AdminClient(namesrv) as client:
+            masters = list((await client.topology.cluster_info()).masters().values())
+            await client.actions.create_or_update_topic(TopicConfig(topic, 3, 3), masters)
+            await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig(group), masters)
+            current = (await client.topology.subscription_groups(masters[0]))[group]
+            current.retry_max_times = 5
+            await client.actions.create_or_update_subscription_group(current, masters)
+            route = await client.topology.topic_route(topic, max_age=0)
+            return route
+
+    route = run(configure())
+    assert {(q.broker_name, q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas} == {
+        ("broker-a", 3, 3),
+        ("broker-b", 3, 3),
+    }
+    config = parse_consumer_config(mqadmin.run("getConsumerConfig", "-g", group).out)
+    assert {broker: c["retryMaxTimes"] for broker, c in config.items()} == {"broker-a": "5", "broker-b": "5"}
+    # fields we do not model survive the read-modify-write
+    assert {c["consumeTimeoutMinute"] for c in config.values()} == {"15"}
