@@ -8,9 +8,11 @@ import functools
 from django.contrib.auth import authenticate
 from django.contrib.auth.decorators import login_not_required, permission_required
 from django.http import JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, render
 from django.views import defaults
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
 
 from .models import Cluster
 from .roles import VIEW, perm
@@ -21,15 +23,26 @@ def console_page(view):
     return require_GET(permission_required(perm(VIEW), raise_exception=True)(view))
 
 
-def api_view(view):
-    """A JSON endpoint for scripts: the session or HTTP Basic credentials; JSON errors."""
+def console_action(view):
+    """A form that changes something: POST only (CSRF-checked), for anyone with a role; what
+    the user may do is decided by the service the view calls."""
+    return require_POST(permission_required(perm(VIEW), raise_exception=True)(view))
+
+
+def api_view(view=None, *, methods: tuple[str, ...] = ("GET",)):
+    """A JSON endpoint for scripts: the session or HTTP Basic credentials; JSON errors. Writes
+    (POST) with a session are CSRF-checked; with HTTP Basic there is no cookie to forge."""
+    if view is None:
+        return lambda v: api_view(v, methods=methods)
+    allowed = (*methods, "HEAD") if "GET" in methods else methods
 
     @login_not_required
+    @csrf_exempt
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
-        if request.method not in ("GET", "HEAD"):
-            response = json_error(405, f"method {request.method} not allowed here; use GET")
-            response["Allow"] = "GET, HEAD"
+        if request.method not in allowed:
+            response = json_error(405, f"method {request.method} not allowed here; use {', '.join(methods)}")
+            response["Allow"] = ", ".join(allowed)
             return response
         if not request.user.is_authenticated:
             user = _basic_auth_user(request)
@@ -38,11 +51,19 @@ def api_view(view):
                 response["WWW-Authenticate"] = 'Basic realm="rocketmq-console"'
                 return response
             request.user = user
+        elif request.method == "POST":
+            refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+            if refused is not None:
+                return json_error(403, "CSRF check failed: send the X-CSRFToken header, or use HTTP Basic")
         if not request.user.has_perm(perm(VIEW)):
             return json_error(403, "your account has no console role")
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def remote_addr(request) -> str:
+    return request.META.get("REMOTE_ADDR", "")
 
 
 def json_error(status: int, message: str, **details) -> JsonResponse:

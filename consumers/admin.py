@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from .models import Cluster, HealthOverride, KnownBroker
+from .models import AuditEvent, Cluster, HealthOverride, KnownBroker
 
 
 class ClusterForm(forms.ModelForm):
@@ -41,3 +41,21 @@ class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
     list_display = ["name", "namesrv_addrs", "poll_interval", "enabled", "read_only", "uses_acl"]
     inlines = [KnownBrokerInline, HealthOverrideInline]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the audit log is append-only, in the admin as everywhere."""
+
+    list_display = ["at", "username", "action", "cluster", "group", "change_request", "remote_addr"]
+    list_filter = ["action", "cluster"]
+    search_fields = ["username", "group"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

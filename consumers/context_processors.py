@@ -1,8 +1,16 @@
-from .roles import roles_of
+from django.conf import settings
+
+from .roles import APPROVE, perm, roles_of
 
 
 def roles(request):
+    """The user's roles for the header; for approvers, how many requests wait (one query)."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"user_roles": roles_of(user)}
+    context = {"user_roles": roles_of(user), "single_person_mode": settings.CHANGES_SINGLE_PERSON_MODE}
+    if user.has_perm(perm(APPROVE)):
+        from .changes.selectors import pending_count
+
+        context["pending_changes"] = pending_count()
+    return context

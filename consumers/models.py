@@ -116,3 +116,7 @@ class KnownBroker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
+
+
+# Feature packages keep their models next to their code; Django finds them through this module.
+from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, F401

@@ -175,6 +175,7 @@ CELERY_BEAT_SCHEDULE = {
     # cheap: finds the clusters whose poll interval has passed and enqueues their polls
     "dispatch-polls": {"task": "consumers.live.tasks.dispatch_polls", "schedule": 0.5},
     "maintain-history": {"task": "consumers.live.tasks.maintain_history", "schedule": 600.0},
+    "change-housekeeping": {"task": "consumers.changes.tasks.housekeeping", "schedule": 30.0},
 }
 
 # RocketMQ
@@ -209,6 +210,24 @@ HISTORY_DIR = Path(env_str("HISTORY_DIR", str(VAR_DIR / "history")))
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 30)
 HISTORY_FLUSH_ROWS = env_int("HISTORY_FLUSH_ROWS", 200_000)
 HISTORY_FLUSH_SECONDS = env_int("HISTORY_FLUSH_SECONDS", 300)
+
+# Change requests (offset resets, DLQ redrives): four eyes, expiry, execution.
+CHANGE_REQUEST_EXPIRY_SECONDS = env_int("CHANGE_REQUEST_EXPIRY_SECONDS", 4 * 3600)
+# An approver must approve a preview no older than this (or refresh it first).
+CHANGE_PREVIEW_MAX_AGE_SECONDS = env_int("CHANGE_PREVIEW_MAX_AGE_SECONDS", 600)
+# Development only: lets the requester approve their own request (a warning banner shows it).
+CHANGES_SINGLE_PERSON_MODE = env_bool("CHANGES_SINGLE_PERSON_MODE", False)
+# A running change whose worker has not reported for this long is taken over by another.
+CHANGE_RUN_STALE_SECONDS = env_int("CHANGE_RUN_STALE_SECONDS", 120)
+CHANGE_RUN_TIME_LIMIT = env_int("CHANGE_RUN_TIME_LIMIT", 600)
+RESET_PREVIEW_DEADLINE = env_int("RESET_PREVIEW_DEADLINE", 20)
+# After a reset, how long to wait for the broker to show every target (a few poll periods).
+RESET_VERIFY_SECONDS = env_int("RESET_VERIFY_SECONDS", 30)
+
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "rocketmq-console@localhost")
 
 LOGGING = {
     "version": 1,

@@ -108,7 +108,7 @@ class Demo:
 
     def _prepare_database(self) -> dict[str, str]:
         from consumers.models import Cluster
-        from consumers.services.users import create_or_update_user, ensure_roles
+        from consumers.users import create_or_update_user, ensure_roles
 
         ensure_roles()
         Cluster.objects.update_or_create(

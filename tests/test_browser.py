@@ -132,3 +132,53 @@ def test_the_admin_role_edits_a_health_override_on_the_clusters_admin_page(page,
     override = polled.health_overrides.get(group="G-override")
     assert override.stall_seconds == 120 and override.window_seconds is None
     assert page.evaluate("window.__csp || []") == []
+
+
+def test_an_operator_requests_a_reset_and_an_approver_approves_it(
+    browser, page, live_server, polled, personas, mqadmin, namesrv, traffic, names, create_topic, monkeypatch
+):
+    from consumers.changes import tasks
+    from consumers.changes.models import ChangeRequest
+    from tests.support.scenarios import offline_group
+
+    topic, group = create_topic(names.topic("ui")), names.group("ui")
+    sent = traffic.produce(topic, 16).sent
+    offline_group(mqadmin, namesrv, group, {(topic, m.broker, m.queue_id): 0 for m in sent})
+    queued = []
+    monkeypatch.setattr(tasks.execute_change, "delay", queued.append)  # the test plays the worker
+
+    log_in(page, live_server.url, "operator", f"/groups/local/{group}/reset/")
+    page.select_option("#id_strategy", "latest")
+    page.wait_for_selector("#plan tr.plan-row")
+    assert page.locator("#plan tr.plan-row").count() == 8 and "16 skipped" in page.locator("#plan tfoot").inner_text()
+    page.fill("#id_reason", "skip the backlog left by the load test")
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"]) / "reset-preview.png"), full_page=True)
+    page.click("#request-reset")
+    page.wait_for_selector("#change-state")
+    assert page.locator("#change-state").inner_text() == "pending"
+    assert page.locator("#approve").count() == 0  # not for the requester
+    pk = ChangeRequest.objects.get(group=group).pk
+
+    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    log_in(approver, live_server.url, "approver", "/changes/")
+    assert approver.locator("#pending-badge").inner_text() == "1"
+    approver.click(f"tr[data-change='{pk}'] a")
+    approver.click("#approve")
+    approver.wait_for_selector("#change-state")
+    assert approver.locator("#change-state").inner_text() in ("approved", "running", "done")
+    assert queued == [pk]
+    in_thread(tasks.execute_change.run, pk)  # what the Celery worker does with the queued task
+    for _ in range(50):  # the status refreshes itself (htmx) until it is final
+        if approver.locator("#change-state").inner_text() == "done":
+            break
+        approver.wait_for_timeout(200)
+    assert approver.locator("#change-state").inner_text() == "done"
+    shown = {
+        row.get_attribute("data-label"): int(row.get_attribute("data-committed"))
+        for row in approver.locator("#verification tr[data-label]").all()
+    }
+    theirs = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out)
+    assert shown == {f"{r.topic}@{r.broker}#{r.queue_id}": r.consumer_offset for r in theirs.rows if r.topic == topic}
+    assert approver.evaluate("window.__csp || []") == [] and page.evaluate("window.__csp || []") == []
+    approver.context.close()

@@ -48,3 +48,8 @@ def epoch(value) -> str:
     if not value:
         return "—"
     return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@register.filter
+def absolute(value):
+    return abs(value) if value is not None else value

@@ -41,7 +41,7 @@ def test_killing_the_python_process_kills_its_jvms(tmp_path):
         [sys.executable, "-c", SCRIPT, str(tmp_path / "cluster")],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     pids = [int(p) for p in holder.stdout.readline().split()]
     assert len(pids) == 2 and all(alive(p) for p in pids)

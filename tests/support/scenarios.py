@@ -144,3 +144,22 @@ def prepared_cluster(
         cluster.stop()
         raise
     return cluster
+
+
+def offline_group(mqadmin, namesrv, group: str, offsets: dict[tuple[str, str, int], int]) -> None:
+    """A group that consumed and went away: its config, its retry topic (so mqadmin can route
+    it) and committed offsets the test chose."""
+    from consumers.rocketmq import AdminClient
+    from consumers.rocketmq.codes import retry_topic
+    from consumers.rocketmq.models import MessageQueue
+    from tests.conftest import run
+
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group)
+    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", retry_topic(group), "-r", "1", "-w", "1")
+
+    async def commit():
+        async with AdminClient(namesrv) as client:
+            for (topic, broker, queue_id), offset in offsets.items():
+                await client.actions.update_consumer_offset(group, MessageQueue(topic, broker, queue_id), offset)
+
+    run(commit())

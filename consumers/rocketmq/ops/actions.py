@@ -9,7 +9,7 @@ import time
 import zlib
 
 from ..codes import DEFAULT_TOPIC, RequestCode, ResponseCode
-from ..errors import BrokerError, ProtocolError, RocketMQError, broker_error
+from ..errors import BrokerError, NotSupported, ProtocolError, RocketMQError, broker_error
 from ..fastjson import pairs
 from ..message import FLAG_COMPRESSED, decode_offset_msg_id, format_properties
 from ..models import (
@@ -54,6 +54,34 @@ class Actions(Operations):
         fields = {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset}
         response = await self.remoting.call(address, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         return "previously reset" not in (response.remark or "")
+
+    async def reset_queue_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        """Set one queue of a group to an exact offset through the broker's reset path
+        (INVOKE_BROKER_TO_RESET_OFFSET with the 5.x `queueId`/`offset` fields). On a broker with
+        server-side reset (5.2+ default) this works whether or not the group is online: the broker
+        writes the offset, and ignores commits of older positions while the reset is pending.
+        Raises NotSupported on brokers without it (4.x, or useServerSideResetOffset=false)."""
+        address = await self.client.topology.master_addr(mq.broker_name)
+        if not await self._uses_server_side_reset(address):
+            raise NotSupported(
+                ResponseCode.SYSTEM_ERROR,
+                f"{mq.broker_name} has no server-side reset (4.x, or useServerSideResetOffset=false): "
+                "an exact per-queue reset of an online group is not possible there",
+                address=address,
+                request="reset queue offset",
+            )
+        fields = {
+            "topic": mq.topic,
+            "group": group,
+            "timestamp": -1,
+            "isForce": True,
+            "queueId": mq.queue_id,
+            "offset": offset,
+        }
+        await self.remoting.call(address, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+
+    async def uses_server_side_reset(self, broker_name: str) -> bool:
+        return await self._uses_server_side_reset(await self.client.topology.master_addr(broker_name))
 
     async def search_offset(self, mq: MessageQueue, timestamp: int, *, boundary: str = "LOWER") -> int:
         """First offset stored at or after `timestamp` (LOWER), or the last at or before it (UPPER)."""

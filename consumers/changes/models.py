@@ -1,0 +1,127 @@
+"""Change requests (the four-eyes workflow shared by offset resets and DLQ redrives) and the
+append-only audit log.
+
+A change request carries everything that will run: the kind, the parameters, and the plan
+(for a reset, the per-queue targets computed by the preview). What an approver approves is
+exactly what a worker executes. Its state only moves through `workflow.transition`, an atomic
+conditional UPDATE, and every move writes an audit event.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from ..models import Cluster
+
+
+class State(models.TextChoices):
+    DRAFT = "draft"
+    PENDING = "pending"
+    APPROVED = "approved"
+    RUNNING = "running"
+    DONE = "done"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+FINAL_STATES = {State.DONE, State.PARTIAL, State.FAILED, State.REJECTED, State.EXPIRED, State.CANCELLED}
+
+
+class ChangeRequest(models.Model):
+    class Kind(models.TextChoices):
+        RESET = "reset", "offset reset"
+        REDRIVE = "redrive", "DLQ redrive"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="change_requests")
+    group = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # the strategy and its parameters, as the requester gave them
+    params = models.JSONField(default=dict)
+    # what will run, computed when the request was made (for a reset: the preview, per queue)
+    plan = models.JSONField(default=dict)
+    planned_at = models.DateTimeField()
+    reason = models.TextField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.DRAFT, db_index=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    # execution: who runs it (a token per claim), its heartbeat, and what it did
+    run_token = models.CharField(max_length=64, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(default=dict)
+    undo_of = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="undone_by")
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "group"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.get_kind_display()} of {self.group} on {self.cluster}: {self.state}"
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise PermissionError("the audit log is append-only")
+
+    def delete(self):
+        raise PermissionError("the audit log is append-only")
+
+
+class AuditEvent(models.Model):
+    """One thing that happened, chained to the event before it by a SHA-256 hash, so an edit
+    made in the database behind the application's back is detected (manage.py verify_audit)."""
+
+    at = models.DateTimeField(db_index=True)
+    username = models.CharField(max_length=150)
+    remote_addr = models.CharField(max_length=64, blank=True)
+    action = models.CharField(max_length=32, db_index=True)
+    cluster = models.CharField(max_length=64, blank=True, db_index=True)
+    group = models.CharField(max_length=255, blank=True, db_index=True)
+    change_request = models.ForeignKey(
+        ChangeRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="events"
+    )
+    details = models.JSONField(default=dict)
+    previous_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.cluster}/{self.group}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("the audit log is append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("the audit log is append-only")
+
+
+class AuditHead(models.Model):
+    """The newest hash of the chain, one row: appending locks it, so appends are serialised on
+    PostgreSQL (row lock) and SQLite (the write lock taken by the first UPDATE)."""
+
+    count = models.BigIntegerField(default=0)
+    hash = models.CharField(max_length=64, default="0" * 64)
+
+    def __str__(self) -> str:
+        return f"audit head after {self.count} events"

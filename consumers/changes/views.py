@@ -1,0 +1,119 @@
+"""Change requests and the audit log: the list (by state), one request (timeline, preview,
+result, decisions), and the audit page with its CSV download."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+
+from ..access import bad_request, console_action, console_page, remote_addr
+from ..rocketmq import RocketMQError
+from ..roles import APPROVE, REQUEST, perm
+from . import selectors
+from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
+from .models import State
+from .services import decide
+from .workflow import Actor, ChangeRefused, single_person_mode
+
+
+@console_page
+def change_list(request):
+    form = ChangeFilterForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+    changes = selectors.change_list(**form.cleaned_data)
+    return render(request, "changes/list.html", {"changes": changes, "form": form, "states": State, "nav": "changes"})
+
+
+@console_page
+def change_detail(request, pk: int):
+    change = selectors.change_detail(pk)
+    if change is None:
+        raise Http404(f"No change request #{pk}")
+    return _detail(request, change)
+
+
+def _detail(request, change, *, status: int = 200):
+    moved = None
+    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and request.GET.get("moved"):
+        from ..resets.services import moved_since
+
+        try:
+            moved = moved_since(change)
+        except RocketMQError as exc:
+            messages.error(request, f"could not read the broker: {exc}")
+    context = {
+        "change": change,
+        "moved": moved,
+        "can_decide": request.user.has_perm(perm(APPROVE))
+        and (request.user.pk != change.requested_by_id or single_person_mode()),
+        "can_request": request.user.has_perm(perm(REQUEST)),
+        "nav": "changes",
+    }
+    template = "changes/_status.html" if request.htmx else "changes/detail.html"
+    return render(request, template, context, status=status)
+
+
+@console_action
+def change_action(request, pk: int):
+    change = selectors.change_detail(pk)
+    if change is None:
+        raise Http404(f"No change request #{pk}")
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid decision: {form.errors.as_text()}")
+    try:
+        result = decide(
+            change,
+            form.cleaned_data["action"],
+            actor=Actor(request.user, remote_addr(request)),
+            reason=form.cleaned_data["reason"],
+        )
+    except ChangeRefused as exc:
+        # shown on the request's page with the refusal's status (403 for who, 409 for when)
+        messages.error(request, str(exc))
+        return _detail(request, change, status=exc.status)
+    except RocketMQError as exc:
+        messages.error(request, f"the broker could not be read: {exc}")
+        return redirect("consumers:change-detail", pk)
+    messages.success(request, f"request #{result.pk}: {result.state}")
+    return redirect("consumers:change-detail", result.pk)
+
+
+@console_page
+def audit_log(request):
+    form = AuditFilterForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+    if form.cleaned_data["format"] == "csv":
+        events = selectors.audit_events(**form.filters(), limit=None)
+        response = StreamingHttpResponse(_csv_rows(events), content_type="text/csv")
+        response["Content-Disposition"] = 'attachment; filename="audit-log.csv"'
+        return response
+    events = selectors.audit_events(**form.filters())
+    query = request.GET.copy()
+    query["format"] = "csv"
+    context = {"events": events, "form": form, "csv_query": query.urlencode(), "nav": "audit"}
+    return render(request, "changes/audit.html", context)
+
+
+AUDIT_COLUMNS = ["id", "at", "username", "remote_addr", "action", "cluster", "group", "change_request", "details"]
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def _csv_rows(events):
+    writer = csv.writer(_Echo())
+    yield writer.writerow(AUDIT_COLUMNS)
+    for e in events.iterator():
+        yield writer.writerow(
+            [e.pk, e.at.isoformat(), e.username, e.remote_addr, e.action, e.cluster, e.group,
+             e.change_request_id or "", json.dumps(e.details, sort_keys=True)]  # fmt: skip
+        )

@@ -1,0 +1,221 @@
+"""The four-eyes workflow every change request goes through, whatever it changes.
+
+    draft -> pending -> approved -> running -> done | partial | failed
+             pending -> rejected | expired | cancelled        (approved -> cancelled too)
+
+Every move is a conditional UPDATE (`... WHERE state IN (expected)`): when two people or two
+workers race, exactly one wins and the other is told what happened. Each move writes its
+audit event in the same transaction. The rules (roles, a different approver, expiry, a fresh
+enough preview, read-only clusters) are checked here, on the server, for pages and API alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..roles import APPROVE, REQUEST, perm
+from . import audit
+from .models import ChangeRequest, State
+
+
+class ChangeRefused(Exception):
+    """A request or a decision that is not allowed, with the HTTP status that says why."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who does something, and from where (for the audit log)."""
+
+    user: object
+    remote_addr: str = ""
+
+    @property
+    def username(self) -> str:
+        return self.user.get_username() if self.user is not None else "system"
+
+
+SYSTEM = Actor(None, "")
+
+
+def single_person_mode() -> bool:
+    return settings.CHANGES_SINGLE_PERSON_MODE
+
+
+def transition(
+    request: ChangeRequest,
+    expected: set[str],
+    to: str,
+    *,
+    actor: Actor,
+    action: str,
+    details: dict | None = None,
+    **fields,
+) -> ChangeRequest | None:
+    """Move the request from one of `expected` to `to`, atomically, with its audit event.
+    Returns the updated request, or None when its state was not one of `expected`."""
+    with transaction.atomic():
+        moved = ChangeRequest.objects.filter(pk=request.pk, state__in=expected).update(state=to, **fields)
+        if not moved:
+            return None
+        fresh = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
+        audit.record(
+            action,
+            username=actor.username,
+            remote_addr=actor.remote_addr,
+            cluster=fresh.cluster.name,
+            group=fresh.group,
+            change_request=fresh,
+            details={"from": sorted(expected), "to": to, **(details or {})},
+        )
+    return fresh
+
+
+def submit(
+    *,
+    actor: Actor,
+    cluster,
+    group: str,
+    kind: str,
+    params: dict,
+    plan: dict,
+    reason: str,
+    undo_of: ChangeRequest | None = None,
+) -> ChangeRequest:
+    """Create a pending request (the requester's part)."""
+    if not actor.user.has_perm(perm(REQUEST)):
+        raise ChangeRefused("requesting a change needs the operator role", 403)
+    if cluster.read_only:
+        raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
+    if not reason.strip():
+        raise ChangeRefused("a reason is required")
+    now = timezone.now()
+    with transaction.atomic():
+        request = ChangeRequest.objects.create(
+            cluster=cluster,
+            group=group,
+            kind=kind,
+            params=params,
+            plan=plan,
+            planned_at=now,
+            reason=reason.strip(),
+            state=State.DRAFT,
+            requested_by=actor.user,
+            expires_at=now + dt.timedelta(seconds=settings.CHANGE_REQUEST_EXPIRY_SECONDS),
+            undo_of=undo_of,
+        )
+        details = {"kind": kind, "params": params, "reason": request.reason}
+        if undo_of is not None:
+            details["undo_of"] = undo_of.pk
+        request = transition(request, {State.DRAFT}, State.PENDING, actor=actor, action="request", details=details)
+    return request
+
+
+def approve(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
+    _check_decider(request, actor)
+    if expire_if_due(request):
+        raise ChangeRefused(f"request #{request.pk} expired at {request.expires_at:%Y-%m-%d %H:%M:%S} UTC", 409)
+    age = (timezone.now() - request.planned_at).total_seconds()
+    if age > settings.CHANGE_PREVIEW_MAX_AGE_SECONDS:
+        raise ChangeRefused(
+            f"the preview is {age:.0f} s old (more than {settings.CHANGE_PREVIEW_MAX_AGE_SECONDS} s): "
+            "refresh it before approving, so you approve what the broker holds now",
+            409,
+        )
+    approved = transition(
+        request,
+        {State.PENDING},
+        State.APPROVED,
+        actor=actor,
+        action="approve",
+        details={"single_person_mode": single_person_mode()},
+        decided_by=actor.user,
+        decided_at=timezone.now(),
+    )
+    if approved is None:
+        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+    return approved
+
+
+def reject(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeRequest:
+    _check_decider(request, actor)
+    if not reason.strip():
+        raise ChangeRefused("rejecting needs a reason")
+    rejected = transition(
+        request,
+        {State.PENDING},
+        State.REJECTED,
+        actor=actor,
+        action="reject",
+        details={"reason": reason.strip()},
+        decided_by=actor.user,
+        decided_at=timezone.now(),
+        decision_reason=reason.strip(),
+    )
+    if rejected is None:
+        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+    return rejected
+
+
+def cancel(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
+    """The requester (or an approver) withdraws a request that has not started."""
+    user = actor.user
+    if user != request.requested_by and not user.has_perm(perm(APPROVE)):
+        raise ChangeRefused("only the requester or an approver may cancel a request", 403)
+    cancelled = transition(
+        request, {State.DRAFT, State.PENDING, State.APPROVED}, State.CANCELLED, actor=actor, action="cancel"
+    )
+    if cancelled is None:
+        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}: too late to cancel", 409)
+    return cancelled
+
+
+def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest:
+    """A fresh preview of a pending request: the new plan replaces the old one (both in the log)."""
+    if not (actor.user.has_perm(perm(REQUEST)) or actor.user.has_perm(perm(APPROVE))):
+        raise ChangeRefused("refreshing a preview needs the operator or approver role", 403)
+    refreshed = transition(
+        request,
+        {State.PENDING},
+        State.PENDING,
+        actor=actor,
+        action="refresh-preview",
+        details={"previous_planned_at": request.planned_at.isoformat()},
+        plan=plan,
+        planned_at=timezone.now(),
+    )
+    if refreshed is None:
+        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+    return refreshed
+
+
+def expire_if_due(request: ChangeRequest) -> bool:
+    if request.state == State.PENDING and request.expires_at <= timezone.now():
+        transition(request, {State.PENDING}, State.EXPIRED, actor=SYSTEM, action="expire")
+        return True
+    return False
+
+
+def expire_due() -> int:
+    """Expire every pending request past its expiry (a periodic task)."""
+    due = ChangeRequest.objects.filter(state=State.PENDING, expires_at__lte=timezone.now())
+    return sum(1 for request in due if expire_if_due(request))
+
+
+def _check_decider(request: ChangeRequest, actor: Actor) -> None:
+    if not actor.user.has_perm(perm(APPROVE)):
+        raise ChangeRefused("approving or rejecting needs the approver role", 403)
+    if actor.user.pk == request.requested_by_id and not single_person_mode():
+        raise ChangeRefused("a request is decided by someone other than its requester (four eyes)", 403)
+
+
+def _state_of(request: ChangeRequest) -> str:
+    return ChangeRequest.objects.filter(pk=request.pk).values_list("state", flat=True).first() or "gone"

@@ -1,0 +1,236 @@
+"""Carry out an approved reset exactly once, then prove what the broker holds.
+
+Exactly once:
+- A worker claims the request with a conditional UPDATE approved -> running that stores its
+  own token; a second delivery of the task, or a second worker, finds it running and leaves.
+- Before sending anything the worker stores the offsets the reset replaces (once: a resumed
+  run keeps the first reading), then applies the queues in batches, recording after each
+  batch which queues are done and refreshing its heartbeat.
+- A worker that dies leaves the request running with a stale heartbeat. The next run (the
+  task redelivered with acks_late, or the periodic sweep) takes it over with a conditional
+  UPDATE on the old token, applies only the queues not yet recorded, and verifies all of them:
+  the request ends done, partial or failed from what the broker holds, never silently done.
+  A queue whose batch was sent but not recorded before the crash is set again to the same
+  target: setting an offset is idempotent.
+
+How each queue is set: on brokers with server-side reset (5.2+ default) through the broker's
+reset path per queue (INVOKE_BROKER_TO_RESET_OFFSET with queueId/offset), online or not: the
+broker writes the offset and ignores clients' commits of older positions while the reset is
+pending. On older brokers an offline group's offsets are committed directly; an online group
+there can only be reset to a time, through the client-notify path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..changes import audit
+from ..changes.models import ChangeRequest, State
+from ..changes.workflow import SYSTEM, transition
+from ..clusters.connect import run_on_cluster
+from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq.models import MessageQueue
+from .preview import read_group
+
+BATCH = 64
+
+
+def execute_reset(request_id: int) -> ChangeRequest | None:
+    """Run the request if it is approved, or take it over if its worker died; otherwise leave it.
+    Returns the request as it ended, or None when another worker has it."""
+    request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
+    token = uuid.uuid4().hex
+    claimed = transition(
+        request,
+        {State.APPROVED},
+        State.RUNNING,
+        actor=SYSTEM,
+        action="run",
+        run_token=token,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    if claimed is None:
+        claimed = _take_over(request, token)
+    if claimed is None:
+        return None
+    return _run(claimed, token)
+
+
+def _take_over(request: ChangeRequest, token: str) -> ChangeRequest | None:
+    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
+    with transaction.atomic():
+        taken = ChangeRequest.objects.filter(
+            pk=request.pk, state=State.RUNNING, run_token=request.run_token, heartbeat_at__lt=stale_before
+        ).update(run_token=token, heartbeat_at=timezone.now())
+        if not taken:
+            return None
+        fresh = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
+        audit.record(
+            "resume",
+            username="system",
+            cluster=fresh.cluster.name,
+            group=fresh.group,
+            change_request=fresh,
+            details={"applied_before": len(fresh.result.get("applied", {}))},
+        )
+    return fresh
+
+
+def _run(request: ChangeRequest, token: str) -> ChangeRequest:
+    cluster, group = request.cluster, request.group
+    rows = [r for r in request.plan["rows"] if r["target"] is not None]
+    result = dict(request.result)
+    try:
+        if "replaced" not in result:
+            current = run_on_cluster(cluster, lambda c: _committed(c, group, rows))
+            state = run_on_cluster(cluster, lambda c: _group_state(c, group))
+            result.update(replaced=current, online=state["online"], clients=state["clients"], applied={}, failed={})
+            if request.params.get("strategy") == "latest":
+                # "latest" means the end of each queue when it runs; the result shows the offsets used
+                result["targets_used"] = run_on_cluster(cluster, lambda c: _max_offsets(c, rows))
+            _save(request, token, result)
+        targets = {r["label"]: result.get("targets_used", {}).get(r["label"], r["target"]) for r in rows}
+        pending = [r for r in rows if r["label"] not in result["applied"] and r["label"] not in result["failed"]]
+        for start in range(0, len(pending), BATCH):
+            batch = pending[start : start + BATCH]
+            outcome = run_on_cluster(
+                cluster, lambda c, batch=batch: _apply(c, group, batch, targets, online=result["online"]), mutation=True
+            )
+            for label, error in outcome.items():
+                if error is None:
+                    result["applied"][label] = targets[label]
+                else:
+                    result["failed"][label] = error
+            _save(request, token, result)
+        result["verification"] = _verify(request, rows, targets, result)
+    except RocketMQError as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return _finish(request, token, rows, result)
+
+
+def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) -> ChangeRequest:
+    verification = result.get("verification", {})
+    verified = [label for label, check in verification.items() if check["ok"]]
+    if result.get("error") and not result.get("applied"):
+        state = State.FAILED
+    elif len(verified) == len(rows) and not result.get("failed") and not result.get("error"):
+        state = State.DONE
+    elif not result.get("applied"):
+        state = State.FAILED
+    else:
+        state = State.PARTIAL
+    summary = {
+        "queues": len(rows),
+        "applied": len(result.get("applied", {})),
+        "failed": len(result.get("failed", {})),
+        "verified": len(verified),
+        "error": result.get("error"),
+    }
+    with transaction.atomic():
+        moved = ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
+            result=result, finished_at=timezone.now()
+        )
+        if moved:
+            request = transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
+    return ChangeRequest.objects.get(pk=request.pk)
+
+
+def _save(request: ChangeRequest, token: str, result: dict) -> None:
+    """Record progress and the heartbeat; a worker whose run was taken over stops here."""
+    saved = ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
+        result=result, heartbeat_at=timezone.now()
+    )
+    if not saved:
+        raise RuntimeError(f"request #{request.pk} was taken over by another worker")
+
+
+def _queue(row: dict) -> MessageQueue:
+    return MessageQueue(row["topic"], row["broker"], row["queue_id"])
+
+
+async def _committed(client: AdminClient, group: str, rows: list[dict]) -> dict[str, int | None]:
+    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
+    state = await read_group(client, group, masters)
+    return {r["label"]: state.committed.get(_queue(r)) for r in rows}
+
+
+async def _group_state(client: AdminClient, group: str) -> dict:
+    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
+    state = await read_group(client, group, masters)
+    return {"online": state.online, "clients": state.clients}
+
+
+async def _max_offsets(client: AdminClient, rows: list[dict]) -> dict[str, int]:
+    return {r["label"]: await client.progress.max_offset(_queue(r)) for r in rows}
+
+
+async def _apply(client: AdminClient, group: str, batch: list[dict], targets: dict, *, online: bool) -> dict:
+    """Set each queue of the batch; label -> None when done, else the error."""
+    outcome: dict[str, str | None] = {}
+    for row in batch:
+        mq, target = _queue(row), targets[row["label"]]
+        try:
+            if await client.actions.uses_server_side_reset(mq.broker_name):
+                await client.actions.reset_queue_offset(group, mq, target)
+            elif not online:
+                await client.actions.update_consumer_offset(group, mq, target)
+            else:
+                raise RocketMQError(
+                    f"{mq.broker_name} has no server-side reset: an online group can only be reset to a time there"
+                )
+            outcome[row["label"]] = None
+        except RocketMQError as exc:
+            outcome[row["label"]] = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
+def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dict) -> dict:
+    """Read the committed offsets again, for a few seconds, until every applied queue holds its
+    target (or has been consumed on from it). A queue back at the offset the reset replaced was
+    overwritten by a client's commit of its old position: named, and the request is partial."""
+    applied = [r for r in rows if r["label"] in result["applied"]]
+    deadline = time.monotonic() + settings.RESET_VERIFY_SECONDS
+    checks: dict[str, dict] = {}
+    while True:
+        current = run_on_cluster(request.cluster, lambda c: _committed(c, request.group, applied))
+        holders = _holders(request, result) if result.get("online") else {}
+        checks = {r["label"]: _check(r, targets[r["label"]], current[r["label"]], result, holders) for r in applied}
+        if all(c["ok"] for c in checks.values()) or time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    return checks
+
+
+def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[str, str]) -> dict:
+    replaced = result["replaced"].get(row["label"])
+    check = {"target": target, "committed": now, "replaced": replaced, "ok": now == target}
+    if now == target:
+        check["note"] = "holds the target"
+    elif now is not None and replaced is not None and now == replaced and target != replaced:
+        who = holders.get(row["label"]) or "a client"
+        check["note"] = f"overwritten by {who}: it committed its position from before the reset ({replaced})"
+    elif (
+        now is not None and result.get("online") and target < now <= row["max"] and (replaced is None or now < replaced)
+    ):
+        check.update(ok=True, note=f"holds the target; consumed {now - target} since")
+    else:
+        check["note"] = f"holds {now}, not the target {target}"
+    return check
+
+
+def _holders(request: ChangeRequest, result: dict) -> dict[str, str]:
+    """Which client holds each queue now (from the clients' running info), to name who overwrote."""
+    from ..rocketmq import group_progress
+
+    try:
+        progress = run_on_cluster(request.cluster, lambda c: group_progress(c, request.group))
+    except RocketMQError:
+        return {}
+    return {f"{q.topic}@{q.broker_name}#{q.queue_id}": ",".join(q.clients) for q in progress.queues if q.clients}

@@ -1,0 +1,62 @@
+"""The reset request form: a strategy, its parameters, the scope, and a reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import forms
+
+from .strategies import STRATEGIES
+
+
+class ResetForm(forms.Form):
+    strategy = forms.ChoiceField(choices=list(STRATEGIES.items()))
+    topics = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="none ticked: every subscribed topic"
+    )
+    include_retry = forms.BooleanField(required=False, label="include the retry queues (%RETRY%group)")
+    timestamp = forms.DateTimeField(
+        required=False,
+        label="time (UTC)",
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}),
+    )
+    shift = forms.IntegerField(required=False, help_text="negative: replay N messages; positive: skip N")
+    source_group = forms.CharField(required=False, max_length=255, label="copy from group")
+    offsets = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "topic@broker-a#0 1200"}),
+        help_text="one queue per line: topic@broker#queue offset",
+    )
+    reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+
+    def __init__(self, data=None, *, topics: list[str]):
+        super().__init__(data)
+        self.fields["topics"].choices = [(t, t) for t in topics]
+
+    def clean_offsets(self) -> dict:
+        parsed = {}
+        for number, line in enumerate((self.cleaned_data.get("offsets") or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            label, _, offset = line.strip().rpartition(" ")
+            if not label.strip() or not offset.lstrip("-").isdigit():
+                raise forms.ValidationError(f"line {number}: write 'topic@broker#queue offset', not {line.strip()!r}")
+            parsed[label.strip()] = int(offset)
+        return parsed
+
+    def params(self) -> dict:
+        """The strategy's parameters for the preview (checked there: InvalidReset)."""
+        data = self.cleaned_data
+        params = {"strategy": data["strategy"], "topics": data["topics"], "include_retry": data["include_retry"]}
+        if data["timestamp"] is not None:
+            moment = data["timestamp"]
+            moment = moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
+            params["timestamp_ms"] = int(moment.timestamp() * 1000)
+        if data["shift"] is not None:
+            params["shift"] = data["shift"]
+        if data["source_group"]:
+            params["source_group"] = data["source_group"]
+        if data["offsets"]:
+            params["offsets"] = data["offsets"]
+        return params

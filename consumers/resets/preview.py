@@ -1,0 +1,117 @@
+"""The preview of a reset, read from the broker: which queues, where each stands (min, max,
+committed offset), where the strategy would put it, and whether the group is online.
+
+`read_preview` is the one broker read behind the request form, the stored plan of a request
+and its refresh. It refuses what cannot be reset (a group that does not exist, a topic it does
+not consume, offsets past max) with InvalidReset, before anything is sent to a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFound
+from ..rocketmq.codes import RETRY_PREFIX, retry_topic
+from ..rocketmq.models import MessageQueue
+from .strategies import InvalidReset, QueueState, compute_targets, totals, validate_params
+
+
+@dataclass
+class GroupOffsets:
+    """A group as the brokers know it: committed offsets per queue, and its clients."""
+
+    exists: bool
+    committed: dict[MessageQueue, int]
+    online: bool
+    clients: list[str]
+    subscribed: list[str]
+
+
+async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -> GroupOffsets:
+    configs = await asyncio.gather(*(client.topology.subscription_groups(a) for a in masters.values()))
+    stats = await client.progress.consume_stats_many([(group, address) for address in masters.values()])
+    committed: dict[MessageQueue, int] = {}
+    for answer in stats:
+        if not isinstance(answer, RocketMQError):
+            committed.update({mq: w.consumer_offset for mq, w in answer.offsets.items()})
+    online, clients, subscribed = False, [], []
+    for address in masters.values():
+        try:
+            connection = await client.progress.consumer_connection(group, address)
+        except ConsumerNotOnline:
+            break
+        except RocketMQError:
+            continue
+        online, clients = bool(connection.connections), connection.client_ids
+        subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
+        break
+    exists = any(group in found for found in configs) or bool(committed)
+    return GroupOffsets(exists, committed, online, clients, sorted(subscribed))
+
+
+async def read_preview(client: AdminClient, group: str, params: dict, *, now_ms: int | None = None) -> dict:
+    """The plan of a reset: validated parameters, per-queue rows and totals (JSON-ready)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    params = validate_params(params, now_ms=now_ms)
+    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
+    state = await read_group(client, group, masters)
+    if not state.exists:
+        raise InvalidReset(f"no consumer group {group!r} on this cluster")
+    consumed = sorted({mq.topic for mq in state.committed if not mq.topic.startswith(RETRY_PREFIX)})
+    known = sorted(set(consumed) | set(state.subscribed))
+    topics = params["topics"] or known
+    strangers = [t for t in topics if t not in known]
+    if strangers:
+        raise InvalidReset(f"{group} does not consume {', '.join(strangers)} (it consumes: {', '.join(known) or '-'})")
+    if not topics:
+        raise InvalidReset(f"{group} has no committed offsets and no online client: no topic to reset")
+    if params["include_retry"]:
+        topics = [*topics, retry_topic(group)]
+    queues = await _queue_states(client, topics, state.committed)
+    found = await _found_by_time(client, queues, params["timestamp_ms"]) if params["strategy"] == "time" else {}
+    source = await _source_offsets(client, params, masters) if params["strategy"] == "copy" else {}
+    targets = compute_targets(queues, params, found_by_time=found, source_offsets=source)
+    return {
+        "params": params,
+        "online": state.online,
+        "clients": state.clients,
+        "read_at_ms": now_ms,
+        "rows": [t.to_wire() for t in targets],
+        "totals": totals(targets),
+    }
+
+
+async def _queue_states(client: AdminClient, topics: list[str], committed: dict) -> list[QueueState]:
+    routes = await client.topology.topic_routes(topics)
+    pairs = []
+    for topic in topics:
+        route = routes[topic]
+        if isinstance(route, TopicNotFound):
+            raise InvalidReset(f"topic {topic} does not exist")
+        if isinstance(route, RocketMQError):
+            raise route
+        pairs += [(topic, name, address) for name, address in sorted(route.master_addrs().items())]
+    answers = await client.progress.topic_stats_many([(topic, address) for topic, _, address in pairs])
+    queues = []
+    for (topic, broker, _), table in zip(pairs, answers, strict=True):
+        if isinstance(table, RocketMQError):
+            raise table
+        for mq, bound in sorted(table.offsets.items()):
+            queues.append(QueueState(topic, broker, mq.queue_id, bound.min_offset, bound.max_offset, committed.get(mq)))
+    return queues
+
+
+async def _found_by_time(client: AdminClient, queues: list[QueueState], timestamp: int) -> dict[str, int]:
+    offsets = await asyncio.gather(
+        *(client.actions.search_offset(MessageQueue(q.topic, q.broker, q.queue_id), timestamp) for q in queues)
+    )
+    return {q.label: offset for q, offset in zip(queues, offsets, strict=True)}
+
+
+async def _source_offsets(client: AdminClient, params: dict, masters: dict[str, str]) -> dict[str, int | None]:
+    source = await read_group(client, params["source_group"], masters)
+    if not source.exists:
+        raise InvalidReset(f"no consumer group {params['source_group']!r} to copy offsets from")
+    return {f"{mq.topic}@{mq.broker_name}#{mq.queue_id}": offset for mq, offset in source.committed.items()}

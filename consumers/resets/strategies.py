@@ -1,0 +1,171 @@
+"""Reset strategies: from each queue's state (min, max, committed offset) and the strategy's
+parameters to a target offset per queue. Pure functions, no broker, no Django: the preview
+reads the broker, these decide.
+
+Strategies:
+    time      the first message stored at or after a moment (found by the broker per queue)
+    earliest  the min offset: replay everything still stored
+    latest    the max offset: skip the backlog (resolved again when it runs, see `execute`)
+    exact     given offsets per queue
+    shift     the committed offset moved by N (negative: replay N, positive: skip N)
+    copy      another group's committed offsets
+Every target is clamped to [min, max]; a queue never committed cannot be shifted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+STRATEGIES = {
+    "time": "to a point in time",
+    "earliest": "earliest (replay everything stored)",
+    "latest": "latest (skip the backlog)",
+    "exact": "exact offsets per queue",
+    "shift": "shift by N messages",
+    "copy": "copy another group's offsets",
+}
+
+
+class InvalidReset(ValueError):
+    """Parameters that cannot make a reset; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class QueueState:
+    topic: str
+    broker: str
+    queue_id: int
+    min: int
+    max: int
+    current: int | None  # committed offset; None: never committed
+
+    @property
+    def label(self) -> str:
+        return f"{self.topic}@{self.broker}#{self.queue_id}"
+
+
+@dataclass(frozen=True)
+class Target:
+    queue: QueueState
+    target: int | None  # None: this queue is left alone (`note` says why)
+    clamped: bool = False
+    note: str | None = None
+
+    @property
+    def delta(self) -> int | None:
+        """Messages re-consumed (negative move) or skipped (positive move)."""
+        if self.target is None or self.queue.current is None:
+            return None
+        return self.target - self.queue.current
+
+    def to_wire(self) -> dict:
+        q = self.queue
+        return {
+            "topic": q.topic,
+            "broker": q.broker,
+            "queue_id": q.queue_id,
+            "label": q.label,
+            "min": q.min,
+            "max": q.max,
+            "current": q.current,
+            "target": self.target,
+            "clamped": self.clamped,
+            "never_committed": q.current is None,
+            "note": self.note,
+            "delta": self.delta,
+        }
+
+
+def validate_params(params: dict, *, now_ms: int) -> dict:
+    """Check the parameters that need no broker; return them normalised."""
+    strategy = params.get("strategy")
+    if strategy not in STRATEGIES:
+        raise InvalidReset(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
+    clean: dict = {"strategy": strategy, "include_retry": bool(params.get("include_retry"))}
+    topics = params.get("topics") or []
+    if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
+        raise InvalidReset("topics must be a list of topic names (empty: every subscribed topic)")
+    clean["topics"] = sorted({t.strip() for t in topics})
+    if strategy == "time":
+        timestamp = params.get("timestamp_ms")
+        if not isinstance(timestamp, int) or timestamp < 0:
+            raise InvalidReset("a time reset needs timestamp_ms, milliseconds since the epoch")
+        if timestamp > now_ms:
+            when = dt.datetime.fromtimestamp(timestamp / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+            raise InvalidReset(f"{when} UTC is in the future: nothing is stored after it yet")
+        clean["timestamp_ms"] = timestamp
+    elif strategy == "exact":
+        offsets = params.get("offsets")
+        if not isinstance(offsets, dict) or not offsets:
+            raise InvalidReset("an exact reset needs offsets: {topic@broker#queue: offset, ...}")
+        for label, offset in offsets.items():
+            if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+                raise InvalidReset(f"offset for {label} must be a whole number >= 0, not {offset!r}")
+        clean["offsets"] = dict(sorted(offsets.items()))
+    elif strategy == "shift":
+        shift = params.get("shift")
+        if not isinstance(shift, int) or isinstance(shift, bool) or shift == 0:
+            raise InvalidReset("a shift needs a non-zero whole number: negative replays, positive skips")
+        clean["shift"] = shift
+    elif strategy == "copy":
+        source = (params.get("source_group") or "").strip()
+        if not source:
+            raise InvalidReset("a copy needs the group to copy offsets from")
+        clean["source_group"] = source
+    return clean
+
+
+def compute_targets(
+    queues: list[QueueState],
+    params: dict,
+    *,
+    found_by_time: dict[str, int] | None = None,
+    source_offsets: dict[str, int | None] | None = None,
+) -> list[Target]:
+    """A target per queue; refuses (InvalidReset) exact offsets outside the queues or past max."""
+    strategy = params["strategy"]
+    if strategy == "exact":
+        known = {q.label: q for q in queues}
+        for label, offset in params["offsets"].items():
+            if label not in known:
+                raise InvalidReset(f"{label} is not a queue of this reset (queues look like {next(iter(known), '-')})")
+            if offset > known[label].max:
+                raise InvalidReset(f"offset {offset} for {label} is beyond its max offset {known[label].max}")
+    return [_target(q, strategy, params, found_by_time or {}, source_offsets or {}) for q in queues]
+
+
+def _target(q: QueueState, strategy: str, params: dict, found: dict[str, int], source: dict) -> Target:
+    if strategy == "earliest":
+        wanted = q.min
+    elif strategy == "latest":
+        wanted = q.max
+    elif strategy == "time":
+        wanted = found[q.label]
+    elif strategy == "exact":
+        if q.label not in params["offsets"]:
+            return Target(q, None, note="not in the requested offsets: left alone")
+        wanted = params["offsets"][q.label]
+    elif strategy == "shift":
+        if q.current is None:
+            return Target(q, None, note="never committed: nothing to shift from")
+        wanted = q.current + params["shift"]
+    else:  # copy
+        wanted = source.get(q.label)
+        if wanted is None:
+            return Target(q, None, note=f"{params['source_group']} has no committed offset here: left alone")
+    clamped = min(max(wanted, q.min), q.max)
+    return Target(q, clamped, clamped=clamped != wanted)
+
+
+def totals(targets: list[Target]) -> dict[str, dict[str, int]]:
+    """Per topic: messages that will be consumed again, and messages that will be skipped."""
+    result: dict[str, dict[str, int]] = {}
+    for t in targets:
+        entry = result.setdefault(t.queue.topic, {"reconsumed": 0, "skipped": 0, "queues": 0})
+        entry["queues"] += 1
+        if t.delta is not None and t.delta < 0:
+            entry["reconsumed"] += -t.delta
+        elif t.delta is not None and t.delta > 0:
+            entry["skipped"] += t.delta
+    return result

@@ -1,0 +1,68 @@
+"""The reset form on a group: the preview updates as the strategy changes (htmx), and posting
+it creates a change request that waits for an approver."""
+
+from __future__ import annotations
+
+from django.shortcuts import redirect, render
+
+from ..access import cluster_or_404, console_action, console_page, remote_addr
+from ..changes.workflow import Actor, ChangeRefused
+from ..live import selectors
+from ..redis_client import get_redis
+from ..rocketmq import RocketMQError
+from . import services
+from .forms import ResetForm
+from .strategies import InvalidReset
+
+
+def _form(request, cluster, group: str, data=None) -> ResetForm:
+    view = selectors.group_detail(get_redis(), cluster, group)
+    return ResetForm(data, topics=view.doc.topics if view else [])
+
+
+@console_page
+def reset_form(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    context = {"cluster": cluster, "group": group, "form": _form(request, cluster, group), "nav": "groups"}
+    return render(request, "resets/form.html", context)
+
+
+@console_page
+def reset_preview(request, cluster: str, group: str):
+    """The preview table for the strategy and parameters in the query string (a fragment)."""
+    cluster = cluster_or_404(cluster)
+    form = _form(request, cluster, group, request.GET)
+    context = {"cluster": cluster, "group": group}
+    if not form.is_valid():
+        return render(request, "resets/_preview.html", {**context, "error": form.errors.as_text()}, status=400)
+    try:
+        plan = services.preview(cluster, group, form.params())
+    except InvalidReset as exc:
+        return render(request, "resets/_preview.html", {**context, "error": str(exc)}, status=400)
+    except RocketMQError as exc:
+        return render(request, "resets/_preview.html", {**context, "error": f"broker: {exc}"}, status=502)
+    return render(request, "resets/_preview.html", {**context, "plan": plan})
+
+
+@console_action
+def reset_create(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    form = _form(request, cluster, group, request.POST)
+    context = {"cluster": cluster, "group": group, "form": form, "nav": "groups"}
+    if not form.is_valid():
+        return render(request, "resets/form.html", context, status=400)
+    try:
+        change = services.request_reset(
+            actor=Actor(request.user, remote_addr(request)),
+            cluster=cluster,
+            group=group,
+            params=form.params(),
+            reason=form.cleaned_data["reason"],
+        )
+    except (InvalidReset, ChangeRefused) as exc:
+        form.add_error(None, str(exc))
+        return render(request, "resets/form.html", context, status=getattr(exc, "status", 400))
+    except RocketMQError as exc:
+        form.add_error(None, f"the broker could not be read: {exc}")
+        return render(request, "resets/form.html", context, status=502)
+    return redirect("consumers:change-detail", change.pk)
