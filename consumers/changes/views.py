@@ -114,6 +114,15 @@ def _csv_rows(events):
     yield writer.writerow(AUDIT_COLUMNS)
     for e in events.iterator():
         yield writer.writerow(
-            [e.pk, e.at.isoformat(), e.username, e.remote_addr, e.action, e.cluster, e.group,
-             e.change_request_id or "", json.dumps(e.details, sort_keys=True)]  # fmt: skip
+            [
+                e.pk,
+                e.at.isoformat(),
+                e.username,
+                e.remote_addr,
+                e.action,
+                e.cluster,
+                e.group,
+                e.change_request_id or "",
+                json.dumps(e.details, sort_keys=True),
+            ]  # fmt: skip
         )
