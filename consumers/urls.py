@@ -4,6 +4,8 @@ from django.urls import path
 
 from .changes import api as changes_api
 from .changes import views as changes
+from .dlq import api as dlq_api
+from .dlq import views as dlq
 from .live import api as live_api
 from .live import views as live
 from .resets import views as resets
@@ -23,9 +25,21 @@ urlpatterns = [
     path("changes/<int:pk>/", changes.change_detail, name="change-detail"),
     path("changes/<int:pk>/decide/", changes.change_action, name="change-action"),
     path("audit/", changes.audit_log, name="audit-log"),
+    path("dlq/", dlq.overview, name="dlq-overview"),
+    path("dlq/jobs/<int:pk>/", dlq.job_page, name="dlq-job"),
+    path("dlq/jobs/<int:pk>/<slug:action>/", dlq.job_action, name="dlq-job-action"),
+    path("dlq/<slug:cluster>/<str:group>/", dlq.group_dlq, name="dlq-group"),
+    path("dlq/<slug:cluster>/<str:group>/redrive/", dlq.start_redrive, name="dlq-redrive"),
+    path("dlq/<slug:cluster>/<str:group>/make-readable/", dlq.make_readable, name="dlq-make-readable"),
+    path("dlq/<slug:cluster>/<str:group>/export.<str:fmt>", dlq.export, name="dlq-export"),
+    path("dlq/<slug:cluster>/<str:group>/<str:broker>/<int:queue_id>/<int:offset>/", dlq.message, name="dlq-message"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
+    path("api/dlq/jobs/<int:pk>/", dlq_api.job, name="api-dlq-job"),
+    path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),
+    path("api/dlq/<slug:cluster>/<str:group>/messages/", dlq_api.messages, name="api-dlq-messages"),
+    path("api/dlq/<slug:cluster>/<str:group>/redrive/", dlq_api.start, name="api-dlq-redrive"),
     path("api/changes/", changes_api.changes, name="api-changes"),
     path("api/changes/<int:pk>/", changes_api.change, name="api-change"),
     path("api/changes/<int:pk>/<slug:action>/", changes_api.change_action, name="api-change-action"),

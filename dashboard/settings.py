@@ -224,6 +224,12 @@ RESET_PREVIEW_DEADLINE = env_int("RESET_PREVIEW_DEADLINE", 20)
 # After a reset, how long to wait for the broker to show every target (a few poll periods).
 RESET_VERIFY_SECONDS = env_int("RESET_VERIFY_SECONDS", 30)
 
+# DLQ redrive: jobs above this many messages need an approver; the highest rate allowed.
+REDRIVE_APPROVAL_THRESHOLD = env_int("REDRIVE_APPROVAL_THRESHOLD", 1000)
+REDRIVE_DEFAULT_RATE = env_int("REDRIVE_DEFAULT_RATE", 100)
+REDRIVE_MAX_RATE = env_int("REDRIVE_MAX_RATE", 20000)
+REDRIVE_TIME_LIMIT = env_int("REDRIVE_TIME_LIMIT", 6 * 3600)
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)

@@ -175,7 +175,7 @@ class Demo:
             elif not (down and interactive):
                 time.sleep(0.5)
 
-    def stop(self, seconds: float = 8.0) -> None:
+    def stop(self, seconds: float = 6.0) -> None:
         """Stop everything within about `seconds`: all processes are asked at once (SIGTERM) and
         killed when the time is up. Demo data is throwaway, so nothing waits for a clean flush."""
         self.log("Stopping ...")
@@ -247,11 +247,11 @@ def stop_running_demo(timeout: float = 120.0) -> bool:
         return False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        # the demo removes its state file as the last step of stopping; a process that is gone
+        # (or a zombie its parent has not reaped yet) has stopped too
+        if not path.exists() or not _running(pid):
             return True
-        time.sleep(0.5)
+        time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)  # its children die with it (PR_SET_PDEATHSIG)
     return True
 
@@ -298,6 +298,15 @@ def main(argv: list[str] | None = None) -> None:
         demo.run_until_stopped()
     finally:
         demo.stop()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
 
 
 if __name__ == "__main__":

@@ -245,3 +245,16 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """SQLite test databases live in a file, not in shared-cache memory: threads that write at
+    once (workers racing for a job, a control while a job runs) then wait for the lock, as they
+    would on a real SQLite file, instead of failing with 'database table is locked'."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        database["TEST"] = {**database.get("TEST", {}), "NAME": str(SESSION_DIR / "test-db.sqlite3")}
+        database.setdefault("OPTIONS", {})["timeout"] = 30

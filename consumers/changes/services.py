@@ -23,11 +23,16 @@ def decide(request: ChangeRequest, action: str, *, actor: Actor, reason: str = "
     if action == "reject":
         rejected = workflow.reject(request, actor=actor, reason=reason)
         notify.decided(rejected)
+        _refused_redrive(rejected)
         return rejected
     if action == "cancel":
-        return workflow.cancel(request, actor=actor)
+        cancelled = workflow.cancel(request, actor=actor)
+        _refused_redrive(cancelled)
+        return cancelled
     from ..resets.strategies import InvalidReset
 
+    if action in ("refresh", "undo") and request.kind != ChangeRequest.Kind.RESET:
+        raise ChangeRefused(f"{action} applies to offset resets only", 409)
     try:
         if action == "refresh":
             return resets.refresh_preview(request, actor=actor)
@@ -36,3 +41,10 @@ def decide(request: ChangeRequest, action: str, *, actor: Actor, reason: str = "
     except InvalidReset as exc:
         raise ChangeRefused(str(exc)) from exc
     raise ChangeRefused(f"unknown action {action!r}; one of approve, reject, cancel, refresh, undo")
+
+
+def _refused_redrive(request: ChangeRequest) -> None:
+    if request.kind == ChangeRequest.Kind.REDRIVE:
+        from ..dlq.redrive import refused
+
+        refused(request)

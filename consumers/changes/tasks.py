@@ -28,8 +28,10 @@ def execute_change(request_id: int) -> str:
     from ..resets.execute import execute_reset
 
     request = ChangeRequest.objects.filter(pk=request_id).first()
-    if request is None or request.kind != ChangeRequest.Kind.RESET:
+    if request is None:
         return "nothing to do"
+    if request.kind == ChangeRequest.Kind.REDRIVE:
+        return _run_approved_redrive(request)
     ended = execute_reset(request_id)
     if ended is None:
         return "another worker has it"
@@ -47,3 +49,23 @@ def housekeeping() -> None:
         "pk", flat=True
     ):
         execute_change.delay(request_id)
+
+
+def _run_approved_redrive(request: ChangeRequest) -> str:
+    """An approved redrive request runs its job; the request ends as the job ends."""
+    from ..dlq import redrive
+    from ..dlq.models import RedriveJob
+
+    claimed = workflow.transition(request, {State.APPROVED}, State.RUNNING, actor=workflow.SYSTEM, action="run")
+    if claimed is None:
+        return "another worker has it"
+    redrive.approved(claimed)
+    job = redrive.run_job(claimed.redrive_job.pk) or RedriveJob.objects.get(change_request=claimed)
+    final = {RedriveJob.State.DONE: State.DONE, RedriveJob.State.FAILED: State.PARTIAL if job.moved else State.FAILED}
+    if job.state in final:
+        workflow.transition(
+            claimed, {State.RUNNING}, final[job.state], actor=workflow.SYSTEM, action="result",
+            details={"job": job.pk, "moved": job.moved, "failed": job.failed}, result={"job": job.pk},
+            finished_at=timezone.now(),
+        )  # fmt: skip
+    return job.state

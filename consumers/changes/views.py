@@ -39,7 +39,8 @@ def change_detail(request, pk: int):
 
 def _detail(request, change, *, status: int = 200):
     moved = None
-    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and request.GET.get("moved"):
+    # an approver sees, before deciding, what the broker did since the preview was read
+    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and not request.htmx:
         from ..resets.services import moved_since
 
         try:

@@ -53,3 +53,9 @@ def epoch(value) -> str:
 @register.filter
 def absolute(value):
     return abs(value) if value is not None else value
+
+
+@register.filter
+def lookup_status(status: dict, row: dict) -> list:
+    """The redrive records of one DLQ row, from a {"broker#queue:offset": [records]} map."""
+    return status.get(f"{row['broker']}#{row['queue_id']}:{row['offset']}", [])

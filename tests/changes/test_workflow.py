@@ -130,8 +130,6 @@ def test_cancel_by_the_requester_until_it_runs(personas, cluster):
 
 @pytest.mark.django_db(transaction=True)
 def test_two_approvers_racing_move_it_once(personas, cluster):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite serialises writers; the race is exercised on PostgreSQL")
     request = submit(personas, cluster)
     from consumers.users import create_or_update_user
 

@@ -169,11 +169,6 @@ def test_undo_puts_back_the_replaced_offsets_through_a_new_approval(
 def test_twice_delivered_and_racing_runs_reset_once(
     personas, cluster, traffic, names, create_topic, mqadmin, namesrv, broker_calls
 ):
-    if connection.vendor == "sqlite":
-        pytest.skip(
-            "the test database is in-memory SQLite, whose shared cache refuses concurrent writers; "
-            "this race runs in the PostgreSQL pass (scripts/test.sh)"
-        )
     topic, group = create_topic(names.topic("once")), names.group("once")
     ends = Counter((m.broker, m.queue_id) for m in traffic.produce(topic, 16).sent)
     offline_group(mqadmin, namesrv, group, {(topic, b, q): n for (b, q), n in ends.items()})
@@ -300,7 +295,7 @@ def test_the_api_enforces_four_eyes_and_roles(
 
 
 def test_an_old_position_committed_over_the_reset_is_caught_by_verification(
-    personas, rmq_runtime, db, settings, tmp_path
+    personas, rmq_runtime, db, settings, tmp_path, monkeypatch
 ):
     """On a broker without server-side reset the offsets are plain commits, and a client that
     commits its old position after the reset silently undoes it: the verification says so."""
@@ -322,9 +317,11 @@ def test_an_old_position_committed_over_the_reset_is_caught_by_verification(
             actor=Actor(personas["operator"]), cluster=cluster, group="G-ow", params={"strategy": "latest"}, reason="x"
         )
         approve(request, actor=Actor(personas["approver"]))
-        stop = threading.Event()
+        real_verify = execute._verify
 
-        def stale_client():  # commits the position it had before the reset, as a client's timer would
+        def client_commits_its_old_position_first(*args, **kwargs):
+            # right after the reset and before the verification reads: a client's periodic commit
+            # of where it was before (a real write to the broker, as the client would send it)
             async def commit():
                 async with AdminClient(local.namesrv_addr) as client:
                     for queue_id in (0, 1):
@@ -332,20 +329,11 @@ def test_an_old_position_committed_over_the_reset_is_caught_by_verification(
                             "G-ow", MessageQueue("T-ow", "broker-a", queue_id), 1
                         )
 
-            while not stop.is_set():
-                if (
-                    ChangeRequest.objects.filter(pk=request.pk, result__has_key="applied").exists()
-                    and len(ChangeRequest.objects.get(pk=request.pk).result["applied"]) == 2
-                ):
-                    run(commit())
-                    return
-                time.sleep(0.05)
+            run(commit())
+            return real_verify(*args, **kwargs)
 
-        thread = threading.Thread(target=stale_client)
-        thread.start()
+        monkeypatch.setattr(execute, "_verify", client_commits_its_old_position_first)
         done = execute.execute_reset(request.pk)
-        stop.set()
-        thread.join()
         assert done.state == State.PARTIAL, done.result
         notes = [c["note"] for c in done.result["verification"].values()]
         assert any(n.startswith("overwritten by") and "(1)" in n for n in notes), notes
@@ -367,3 +355,20 @@ def test_group_page_links_and_the_reset_form_preview(
     theirs = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out)
     reconsumed = sum(r.consumer_offset for r in theirs.rows if r.topic == settled.topic)
     assert f"{reconsumed} re-consumed" in fragment and "offline" in fragment
+
+
+def test_the_approver_sees_what_moved_since_the_preview(
+    client, personas, cluster, traffic, names, create_topic, mqadmin, namesrv
+):
+    topic, group = create_topic(names.topic("moved")), names.group("moved")
+    first = traffic.produce(topic, 8).sent
+    offline_group(mqadmin, namesrv, group, {(topic, m.broker, m.queue_id): 0 for m in first})
+    request = request_reset(
+        actor=Actor(personas["operator"]), cluster=cluster, group=group, params={"strategy": "latest"}, reason="x"
+    )
+    later = traffic.produce(topic, 8).sent  # arrives after the preview was read
+    client.force_login(personas["approver"])
+    page = client.get(f"/changes/{request.pk}/").content.decode()
+    grown = Counter(f"{topic}@{m.broker}#{m.queue_id}" for m in later)
+    for label, count in grown.items():
+        assert f"{label}: {count} new message(s)" in page

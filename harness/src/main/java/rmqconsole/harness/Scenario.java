@@ -181,6 +181,8 @@ final class Scenario implements Worker {
         event.put("queueOffset", msg.getQueueOffset());
         event.put("broker", msg.getBrokerName());
         event.put("reconsumeTimes", msg.getReconsumeTimes());
+        event.put("originMsgId", msg.getProperty("ORIGIN_MESSAGE_ID"));
+        event.put("redriveJob", msg.getProperty("REDRIVE_JOB"));
         event.put("storeTime", msg.getStoreTimestamp());
         event.put("result", result);
         Events.emit(event);

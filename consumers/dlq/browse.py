@@ -1,0 +1,230 @@
+"""Reading a group's dead-letter queue from the broker: its queues and counts, pages of
+messages newest first with filters, one message, and a scan for export and redrive.
+
+Pure asyncio over the admin client (no Django): the views and the redrive call these through
+`clusters.connect.run_on_cluster`. A DLQ is %DLQ%<group>, normally one queue on each broker
+that dead-lettered something; counts are max - min offset per queue, as mqadmin topicStatus.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ..rocketmq import AdminClient, TopicNotFound
+from ..rocketmq.codes import dlq_topic
+from ..rocketmq.message import Message
+from ..rocketmq.models import MessageQueue
+from ..rocketmq.models.topology import Perm
+
+CHUNK = 32  # messages per pull (the broker's own cap)
+
+
+@dataclass(frozen=True)
+class DlqQueue:
+    broker: str
+    queue_id: int
+    min: int
+    max: int
+    readable: bool
+
+    @property
+    def source(self) -> str:
+        return f"{self.broker}#{self.queue_id}"
+
+    @property
+    def count(self) -> int:
+        return self.max - self.min
+
+
+async def dlq_queues(client: AdminClient, group: str) -> list[DlqQueue]:
+    """The DLQ's queues with their bounds; [] when the group never dead-lettered anything."""
+    topic = dlq_topic(group)
+    try:
+        route = await client.topology.topic_route(topic, max_age=0)
+    except TopicNotFound:
+        return []
+    masters = route.master_addrs()
+    readable = {q.broker_name: Perm.readable(q.perm) for q in route.queue_datas}
+    queues = []
+    for broker, address in sorted(masters.items()):
+        stats = await client.progress.topic_stats(topic, address)
+        for mq, bound in sorted(stats.offsets.items()):
+            queues.append(
+                DlqQueue(broker, mq.queue_id, bound.min_offset, bound.max_offset, readable.get(broker, False))
+            )
+    return queues
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which DLQ messages: every field narrows; empty fields select everything."""
+
+    since_ms: int | None = None
+    until_ms: int | None = None
+    key: str = ""
+    tag: str = ""
+    msg_id: str = ""
+    original_topic: str = ""
+    body: str = ""
+    ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_wire(cls, data: dict) -> Selection:
+        return cls(**{**data, "ids": frozenset(data.get("ids") or ())})
+
+    def to_wire(self) -> dict:
+        return {**self.__dict__, "ids": sorted(self.ids)}
+
+    def matches(self, m: Message) -> bool:
+        if self.since_ms is not None and m.store_timestamp < self.since_ms:
+            return False
+        if self.until_ms is not None and m.store_timestamp > self.until_ms:
+            return False
+        if self.key and self.key not in m.keys:
+            return False
+        if self.tag and m.tags != self.tag:
+            return False
+        if self.msg_id and self.msg_id not in (m.msg_id, original_id(m), m.offset_msg_id):
+            return False
+        if self.ids and not ({m.msg_id, original_id(m)} & self.ids):
+            return False
+        if self.original_topic and m.original_topic != self.original_topic:
+            return False
+        return not self.body or self.body.encode() in m.body
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.to_wire().items() if v not in (None, "", [])]
+        return ",".join(parts) or "all"
+
+
+def original_id(m: Message) -> str:
+    return m.properties.get("ORIGIN_MESSAGE_ID", "")
+
+
+def row(m: Message, broker: str) -> dict:
+    """What the DLQ table shows of one message (no body)."""
+    return {
+        "broker": broker,
+        "queue_id": m.queue_id,
+        "offset": m.queue_offset,
+        "msg_id": m.msg_id,
+        "original_msg_id": original_id(m),
+        "original_topic": m.original_topic,
+        "tags": m.tags,
+        "keys": m.keys,
+        "store_ms": m.store_timestamp,
+        "reconsume_times": m.reconsume_times,
+        "body_size": len(m.body),
+    }
+
+
+def export_record(m: Message, broker: str) -> dict:
+    """Everything about one message, the body in base64: one line of a JSON Lines export."""
+    return {
+        **row(m, broker),
+        "topic": m.topic,
+        "born_ms": m.born_timestamp,
+        "born_host": m.born_host,
+        "store_host": m.store_host,
+        "offset_msg_id": m.offset_msg_id,
+        "compression": m.compression,
+        "properties": m.properties,
+        "body_base64": base64.b64encode(m.body).decode(),
+    }
+
+
+@dataclass
+class Page:
+    rows: list[dict]
+    cursor: dict[str, int]  # per source queue: read older than this offset next
+    more: bool
+    scanned: int
+
+
+async def read_page(
+    client: AdminClient,
+    group: str,
+    selection: Selection,
+    *,
+    size: int = 50,
+    cursor: dict[str, int] | None = None,
+    scan_limit: int = 5000,
+) -> Page:
+    """A page of matching messages, newest first across the DLQ's queues."""
+    queues = await dlq_queues(client, group)
+    candidates: list[tuple[int, str, Message]] = []
+    scanned, more = 0, False
+    next_cursor: dict[str, int] = {}
+    for q in queues:
+        upper = min((cursor or {}).get(q.source, q.max), q.max)
+        found: list[Message] = []
+        offset = upper
+        while offset > q.min and len(found) < size and scanned < scan_limit:
+            begin = max(q.min, offset - CHUNK)
+            chunk = await client.messages.pull_range(
+                MessageQueue(dlq_topic(group), q.broker, q.queue_id), begin, offset
+            )
+            scanned += offset - begin
+            found += [m for m in sorted(chunk, key=lambda m: -m.queue_offset) if selection.matches(m)]
+            offset = begin
+        candidates += [(m.store_timestamp, q.source, m) for m in found]
+        next_cursor[q.source] = offset
+        more = more or offset > q.min
+    candidates.sort(key=lambda c: (-c[0], c[1], -c[2].queue_offset))
+    taken = candidates[:size]
+    for source in {c[1] for c in candidates[size:]}:
+        # messages found but not shown stay for the next page: resume just above the oldest shown
+        shown = [c[2].queue_offset for c in taken if c[1] == source]
+        next_cursor[source] = min(shown) if shown else next_cursor_upper(cursor, queues, source)
+        more = True
+    return Page([row(m, source.split("#")[0]) for _, source, m in taken], next_cursor, more, scanned)
+
+
+def next_cursor_upper(cursor: dict[str, int] | None, queues: list[DlqQueue], source: str) -> int:
+    q = next(q for q in queues if q.source == source)
+    return min((cursor or {}).get(source, q.max), q.max)
+
+
+async def scan(
+    client: AdminClient, group: str, selection: Selection, queues: list[DlqQueue] | None = None
+) -> AsyncIterator[tuple[DlqQueue, Message]]:
+    """Every matching message, oldest first, queue by queue."""
+    for q in queues if queues is not None else await dlq_queues(client, group):
+        offset = q.min
+        while offset < q.max:
+            end = min(q.max, offset + CHUNK * 8)
+            for m in await client.messages.pull_range(
+                MessageQueue(dlq_topic(group), q.broker, q.queue_id), offset, end
+            ):
+                if selection.matches(m):
+                    yield q, m
+            offset = end
+
+
+async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message | None:
+    found = await client.messages.pull_range(MessageQueue(dlq_topic(group), broker, queue_id), offset, offset + 1)
+    return found[0] if found else None
+
+
+def body_views(m: Message) -> dict:
+    """The body as text, pretty JSON when it is JSON, and hex when it is not text."""
+    views: dict = {"size": len(m.body), "compression": m.compression}
+    try:
+        text = m.body.decode("utf-8")
+    except UnicodeDecodeError:
+        views["hex"] = m.body[:65536].hex(" ")
+        return views
+    views["text"] = text
+    try:
+        views["json"] = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        pass
+    return views
+
+
+def store_time(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,80 @@
+"""DLQ filters (query strings) and the redrive form; bad values are a clear 400."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+
+from django import forms
+from django.conf import settings
+
+from .browse import Selection
+from .models import RedriveJob
+
+DATETIME = {"input_formats": ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]}
+
+
+def _ms(moment: dt.datetime | None) -> int | None:
+    if moment is None:
+        return None
+    return int((moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment).timestamp() * 1000)
+
+
+class DlqFilterForm(forms.Form):
+    since = forms.DateTimeField(required=False, label="from (UTC)", **DATETIME,
+                                widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
+    until = forms.DateTimeField(required=False, label="to (UTC)", **DATETIME,
+                                widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
+    key = forms.CharField(required=False, max_length=255)
+    tag = forms.CharField(required=False, max_length=255)
+    msg_id = forms.CharField(required=False, max_length=128, label="message id")
+    original_topic = forms.CharField(required=False, max_length=255)
+    body = forms.CharField(required=False, max_length=255, label="body contains")
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["until"] < data["since"]:
+            raise forms.ValidationError("'to' is before 'from'")
+        return data
+
+    def clean_cursor(self) -> dict | None:
+        raw = self.cleaned_data.get("cursor")
+        if not raw:
+            return None
+        try:
+            cursor = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        except (ValueError, binascii.Error):
+            raise forms.ValidationError("the page cursor is not valid; start from the first page") from None
+        if not isinstance(cursor, dict) or not all(isinstance(v, int) for v in cursor.values()):
+            raise forms.ValidationError("the page cursor is not valid; start from the first page")
+        return cursor
+
+    def selection(self, ids=()) -> Selection:
+        data = self.cleaned_data
+        return Selection(
+            since_ms=_ms(data["since"]), until_ms=_ms(data["until"]), key=data["key"].strip(), tag=data["tag"].strip(),
+            msg_id=data["msg_id"].strip(), original_topic=data["original_topic"].strip(), body=data["body"],
+            ids=frozenset(i.strip() for i in ids if i.strip()),
+        )  # fmt: skip
+
+
+def encode_cursor(cursor: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(cursor, sort_keys=True).encode()).decode()
+
+
+class RedriveForm(forms.Form):
+    target = forms.ChoiceField(choices=RedriveJob.Target.choices)
+    target_topic = forms.CharField(required=False, max_length=255)
+    rate = forms.IntegerField(min_value=1, initial=settings.REDRIVE_DEFAULT_RATE, help_text="messages per second")
+    reason = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+    ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                          help_text="optional: only these message ids (one per line)")  # fmt: skip
+
+    def clean_rate(self) -> int:
+        rate = self.cleaned_data["rate"]
+        if rate > settings.REDRIVE_MAX_RATE:
+            raise forms.ValidationError(f"at most {settings.REDRIVE_MAX_RATE} messages per second")
+        return rate

@@ -1,0 +1,93 @@
+"""Redrive jobs and the record of every message they moved.
+
+A job reads a group's dead-letter queue (%DLQ%<group>, one queue on each broker that holds
+it) from a checkpoint per source queue and sends the selected messages to a target, at a
+rate. `RedrivenMessage` rows say, for each source message, which job sent it, when and where:
+the DLQ page shows them, and a resumed job trusts them (see redrive.py on exactly-once).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from ..changes.models import ChangeRequest
+from ..models import Cluster
+
+
+class RedriveJob(models.Model):
+    class State(models.TextChoices):
+        AWAITING_APPROVAL = "awaiting-approval"
+        QUEUED = "queued"
+        RUNNING = "running"
+        PAUSED = "paused"
+        CANCELLED = "cancelled"
+        DONE = "done"
+        FAILED = "failed"
+        REJECTED = "rejected"
+
+    class Target(models.TextChoices):
+        GROUP = "group", "back to this group only (its retry topic)"
+        ORIGINAL = "original", "the original topic (every subscribing group)"
+        TOPIC = "topic", "another topic"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="redrive_jobs")
+    group = models.CharField(max_length=255)
+    selection = models.JSONField(default=dict)  # the filter (time range, key, tag, ids, ...)
+    target = models.CharField(max_length=16, choices=Target.choices)
+    target_topic = models.CharField(max_length=255, blank=True)
+    rate = models.PositiveIntegerField(help_text="messages per second")
+    state = models.CharField(max_length=24, choices=State.choices, db_index=True)
+    total = models.PositiveIntegerField(default=0)  # selected messages, counted when planned
+    # per source queue ("broker#queue"): the end offset of the selection, and how far the job got
+    bounds = models.JSONField(default=dict)
+    checkpoints = models.JSONField(default=dict)
+    moved = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    failures = models.JSONField(default=list)  # the latest failures, with reasons
+    change_request = models.OneToOneField(
+        ChangeRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="redrive_job"
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    run_token = models.CharField(max_length=64, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "group", "state"])]
+
+    def __str__(self) -> str:
+        return f"redrive #{self.pk} of %DLQ%{self.group} on {self.cluster}: {self.state}"
+
+    @property
+    def target_description(self) -> str:
+        if self.target == self.Target.GROUP:
+            return f"%RETRY%{self.group} (this group only)"
+        if self.target == self.Target.ORIGINAL:
+            return "the original topic of each message (every subscribing group)"
+        return self.target_topic
+
+
+class RedrivenMessage(models.Model):
+    job = models.ForeignKey(RedriveJob, on_delete=models.PROTECT, related_name="messages")
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="+")
+    group = models.CharField(max_length=255)
+    source = models.CharField(max_length=255)  # broker#queue of the DLQ
+    source_offset = models.BigIntegerField()
+    msg_id = models.CharField(max_length=128)
+    original_msg_id = models.CharField(max_length=128, blank=True)
+    target_topic = models.CharField(max_length=255)
+    sent_msg_id = models.CharField(max_length=128)
+    sent_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "source", "source_offset"], name="one_send_per_message_per_job")
+        ]
+        indexes = [models.Index(fields=["cluster", "group", "source", "source_offset"])]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.source_offset} -> {self.target_topic} by job #{self.job_id}"

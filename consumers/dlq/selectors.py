@@ -1,0 +1,89 @@
+"""Reads for the DLQ pages: the broker through `run_on_cluster`, redrive records and jobs from
+the database, arrivals from the poll history."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ..clusters.connect import run_on_cluster
+from ..live import selectors as live
+from ..live.config import history_store
+from ..models import Cluster
+from ..rocketmq import AdminClient
+from .browse import DlqQueue, Page, Selection, dlq_queues, read_message, read_page
+from .models import RedriveJob, RedrivenMessage
+
+
+def overview(redis, clusters: list[Cluster]) -> list[dict]:
+    """Every group whose last poll saw dead letters, with its DLQ read from the broker."""
+    rows = [r for r in live.group_page(redis, clusters=clusters, sort="dlq", per_page=10**6).rows
+            if r.summary.get("dlq_count")]  # fmt: skip
+    result = []
+    for cluster in clusters:
+        groups = [r.summary["group"] for r in rows if r.cluster == cluster]
+        if not groups:
+            continue
+        queues = run_on_cluster(cluster, lambda c, groups=groups: _queues_of(c, groups))
+        active = dict(
+            RedriveJob.objects.filter(
+                cluster=cluster, group__in=groups, state__in=("queued", "running", "paused")
+            ).values_list("group", "pk")
+        )
+        for group in groups:
+            qs = queues[group]
+            result.append({
+                "cluster": cluster, "group": group, "queues": qs, "count": sum(q.count for q in qs),
+                "readable": all(q.readable for q in qs), "arrivals": arrivals(cluster, group),
+                "active_job": active.get(group),
+            })  # fmt: skip
+    return result
+
+
+async def _queues_of(client: AdminClient, groups: list[str]) -> dict[str, list[DlqQueue]]:
+    return {group: await dlq_queues(client, group) for group in groups}
+
+
+def arrivals(cluster: Cluster, group: str) -> dict:
+    """Dead letters in the last hour and day, from the polled DLQ sizes (None: no history)."""
+    now = dt.datetime.now(dt.UTC)
+    table = history_store().read("group_stats", cluster.name, group=group, since=now - dt.timedelta(days=1))
+    points = [(t, n) for t, n in zip(table.column("ts").to_pylist(), table.column("dlq_count").to_pylist(),
+                                     strict=True) if n is not None]  # fmt: skip
+    if len(points) < 2:
+        return {"hour": None, "day": None}
+    latest = points[-1][1]
+    hour_ago = [n for t, n in points if t <= now - dt.timedelta(hours=1)]
+    return {"hour": latest - (hour_ago[-1] if hour_ago else points[0][1]), "day": latest - points[0][1]}
+
+
+def page(cluster: Cluster, group: str, selection: Selection, cursor: dict | None) -> tuple[list[DlqQueue], Page, dict]:
+    async def read(client):
+        return await dlq_queues(client, group), await read_page(client, group, selection, cursor=cursor)
+
+    queues, found = run_on_cluster(cluster, read)
+    status = redrive_status(cluster, group, [(r["broker"], r["queue_id"], r["offset"]) for r in found.rows])
+    return queues, found, status
+
+
+def redrive_status(cluster: Cluster, group: str, messages: list[tuple[str, int, int]]) -> dict:
+    """For each (broker, queue, offset): the redrives that sent it (one query)."""
+    sources = {f"{b}#{q}" for b, q, _ in messages}
+    offsets = {o for _, _, o in messages}
+    found: dict = {}
+    for record in RedrivenMessage.objects.filter(
+        cluster=cluster, group=group, source__in=sources, source_offset__in=offsets
+    ).order_by("sent_at"):
+        found.setdefault(f"{record.source}:{record.source_offset}", []).append(record)
+    return found
+
+
+def message(cluster: Cluster, group: str, broker: str, queue_id: int, offset: int):
+    return run_on_cluster(cluster, lambda c: read_message(c, group, broker, queue_id, offset))
+
+
+def job(pk: int) -> RedriveJob | None:
+    return RedriveJob.objects.select_related("cluster", "created_by", "change_request").filter(pk=pk).first()
+
+
+def jobs_of(cluster: Cluster, group: str) -> list[RedriveJob]:
+    return list(RedriveJob.objects.filter(cluster=cluster, group=group).select_related("created_by")[:20])

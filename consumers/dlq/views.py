@@ -1,0 +1,210 @@
+"""DLQ pages: overview, a group's DLQ (filters, pages, redrive status, the redrive form),
+one message, exports, and the redrive job page with its progress.
+
+Bodies are the sensitive part of a dead letter (payments, personal data): every role sees the
+metadata (ids, keys, tags, times, sizes), but bodies, exports and redrives need the operator
+role."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+
+from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr
+from ..changes import audit
+from ..changes.workflow import Actor, ChangeRefused
+from ..clusters.connect import ReadOnlyCluster, run_on_cluster
+from ..models import Cluster
+from ..redis_client import get_redis
+from ..rocketmq import RocketMQError
+from ..rocketmq.codes import dlq_topic
+from ..roles import REQUEST, perm
+from . import redrive, selectors
+from .browse import body_views, export_record, row, scan
+from .forms import DlqFilterForm, RedriveForm, encode_cursor
+from .models import RedriveJob
+
+
+def _operator(request) -> None:
+    if not request.user.has_perm(perm(REQUEST)):
+        raise PermissionDenied("message bodies, exports and redrives need the operator role")
+
+
+@console_page
+def overview(request):
+    try:
+        groups = selectors.overview(get_redis(), list(Cluster.objects.all()))
+    except RocketMQError as exc:
+        return render(request, "dlq/overview.html", {"error": str(exc), "groups": [], "nav": "dlq"}, status=502)
+    return render(request, "dlq/overview.html", {"groups": groups, "nav": "dlq"})
+
+
+@console_page
+def group_dlq(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    form = DlqFilterForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+    try:
+        queues, page, status = selectors.page(cluster, group, form.selection(), form.cleaned_data["cursor"])
+    except RocketMQError as exc:
+        return render(request, "dlq/group.html", {"cluster": cluster, "group": group, "error": str(exc)}, status=502)
+    query = request.GET.copy()
+    query["cursor"] = encode_cursor(page.cursor)
+    filters = request.GET.copy()
+    filters.pop("cursor", None)
+    context = {
+        "cluster": cluster, "group": group, "queues": queues, "page": page, "status": status, "form": form,
+        "next_query": query.urlencode(), "filters": filters.urlencode(), "total": sum(q.count for q in queues),
+        "jobs": selectors.jobs_of(cluster, group), "redrive_form": RedriveForm(), "nav": "dlq",
+        "can_operate": request.user.has_perm(perm(REQUEST)),
+    }  # fmt: skip
+    return render(request, "dlq/group.html", context)
+
+
+@console_page
+def message(request, cluster: str, group: str, broker: str, queue_id: int, offset: int):
+    cluster = cluster_or_404(cluster)
+    found = selectors.message(cluster, group, broker, queue_id, offset)
+    if found is None:
+        raise Http404(f"No message at offset {offset} of {dlq_topic(group)} on {broker}")
+    show_body = request.user.has_perm(perm(REQUEST))
+    context = {
+        "cluster": cluster, "group": group, "m": row(found, broker), "properties": sorted(found.properties.items()),
+        "body": body_views(found) if show_body else None, "status": selectors.redrive_status(
+            cluster, group, [(broker, queue_id, offset)]).get(f"{broker}#{queue_id}:{offset}", []), "nav": "dlq",
+    }  # fmt: skip
+    return render(request, "dlq/message.html", context)
+
+
+@console_page
+def export(request, cluster: str, group: str, fmt: str):
+    if fmt not in ("jsonl", "csv"):
+        raise Http404("exports are .jsonl or .csv")
+    _operator(request)
+    cluster = cluster_or_404(cluster)
+    form = DlqFilterForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+    selection = form.selection()
+    audit.record("dlq-export", username=request.user.get_username(), remote_addr=remote_addr(request),
+                 cluster=cluster.name, group=group,
+                 details={"format": fmt, "selection": selection.to_wire()})  # fmt: skip
+    lines = _export_lines(cluster, group, selection, fmt)
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson" if fmt == "jsonl" else "text/csv")
+    name = f"dlq-{group}-{selection.describe()}".replace("/", "_").replace('"', "")[:180]
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+CSV_COLUMNS = ["broker", "queue_id", "offset", "msg_id", "original_msg_id", "original_topic", "tags", "keys",
+               "store_ms", "reconsume_times", "body_size", "properties", "body_base64"]  # fmt: skip
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def _export_lines(cluster, group, selection, fmt):
+    """Streamed window by window: one broker read per window, never the whole DLQ in memory."""
+    writer = csv.writer(_Echo())
+    if fmt == "csv":
+        yield writer.writerow(CSV_COLUMNS)
+    queues = run_on_cluster(cluster, lambda c: _queues(c, group))
+    for q in queues:
+        for begin in range(q.min, q.max, 256):
+            window = type(q)(q.broker, q.queue_id, begin, min(q.max, begin + 256), q.readable)
+            records = run_on_cluster(cluster, lambda c, w=window: _records(c, group, selection, w))
+            for record in records:
+                if fmt == "jsonl":
+                    yield json.dumps(record, ensure_ascii=False) + "\n"
+                else:
+                    values = {
+                        **record,
+                        "keys": " ".join(record["keys"]),
+                        "properties": json.dumps(record["properties"]),
+                    }
+                    yield writer.writerow([values[c] for c in CSV_COLUMNS])
+
+
+async def _queues(client, group):
+    from .browse import dlq_queues
+
+    return await dlq_queues(client, group)
+
+
+async def _records(client, group, selection, window):
+    return [export_record(m, q.broker) async for q, m in scan(client, group, selection, [window])]
+
+
+@console_action
+def make_readable(request, cluster: str, group: str):
+    _operator(request)
+    cluster = cluster_or_404(cluster)
+    try:
+        changed = run_on_cluster(cluster, lambda c: c.actions.make_topic_readable(dlq_topic(group)), mutation=True)
+    except (RocketMQError, ReadOnlyCluster) as exc:
+        flash.error(request, f"could not make it readable: {exc}")
+        return redirect("consumers:dlq-group", cluster.name, group)
+    audit.record("dlq-make-readable", username=request.user.get_username(), remote_addr=remote_addr(request),
+                 cluster=cluster.name, group=group, details={"brokers": changed})  # fmt: skip
+    flash.success(request, f"%DLQ%{group} is readable now on {', '.join(changed) or 'every broker (it was)'}")
+    return redirect("consumers:dlq-group", cluster.name, group)
+
+
+@console_action
+def start_redrive(request, cluster: str, group: str):
+    _operator(request)
+    cluster = cluster_or_404(cluster)
+    filters, form = DlqFilterForm(request.POST), RedriveForm(request.POST)
+    if not (filters.is_valid() and form.is_valid()):
+        return bad_request(request, f"Invalid redrive: {filters.errors.as_text()} {form.errors.as_text()}")
+    data = form.cleaned_data
+    try:
+        job = redrive.plan_redrive(
+            actor=Actor(request.user, remote_addr(request)), cluster=cluster, group=group,
+            selection=filters.selection(ids=data["ids"].splitlines()), target=data["target"],
+            target_topic=data["target_topic"], rate=data["rate"], reason=data["reason"],
+        )  # fmt: skip
+    except ChangeRefused as exc:
+        return bad_request(request, str(exc)) if exc.status == 400 else _refused(request, exc)
+    except RocketMQError as exc:
+        return bad_request(request, f"the broker could not be read: {exc}")
+    if job.state == RedriveJob.State.QUEUED:
+        redrive.start(job)
+    return redirect("consumers:dlq-job", job.pk)
+
+
+def _refused(request, exc: ChangeRefused):
+    return render(request, "consumers/bad_request.html", {"message": str(exc)}, status=exc.status)
+
+
+@console_page
+def job_page(request, pk: int):
+    found = selectors.job(pk)
+    if found is None:
+        raise Http404(f"No redrive job #{pk}")
+    context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
+               "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
+    return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)
+
+
+@console_action
+def job_action(request, pk: int, action: str):
+    found = selectors.job(pk)
+    if found is None:
+        raise Http404(f"No redrive job #{pk}")
+    controls = {"pause": redrive.pause, "resume": redrive.resume, "cancel": redrive.cancel}
+    if action not in controls:
+        return bad_request(request, f"unknown action {action!r}; one of pause, resume, cancel")
+    try:
+        controls[action](found, actor=Actor(request.user, remote_addr(request)))
+    except ChangeRefused as exc:
+        return _refused(request, exc)
+    return redirect("consumers:dlq-job", pk)
