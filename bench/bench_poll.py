@@ -44,7 +44,7 @@ def main() -> None:
     steady = durations[1:]
     print(f"\nFull poll of {args.groups} groups incl. Redis write and history append:")
     print(f"  median {statistics.median(steady):.3f} s, worst {max(steady):.3f} s, first {durations[0]:.3f} s")
-    print(f"  history rows staged: {staged:,}; last poll status {meta['status']}")
+    print(f"  history rows staged: {staged:,}; last poll status {meta.status}")
     print(f"target: at most 3 s -> {'met' if max(steady) <= 3 else 'NOT met'}")
 
 

@@ -30,7 +30,8 @@ async def fill(namesrv: str, count: int) -> None:
     async with AdminClient(namesrv, request_timeout=30) as client:
         masters = list((await client.topology.cluster_info()).masters().values())
         for topic in (dlq_topic(GROUP), "bench-redrive-target", "bench-raw-target", "bench-java-target"):
-            await client.actions.create_or_update_topic(TopicConfig(topic, 1 if "DLQ" in topic else 8, 8), masters)
+            queues = 1 if topic == dlq_topic(GROUP) else 8
+            await client.actions.create_or_update_topic(TopicConfig(topic, queues, queues), masters)
         for start in range(0, count, 1000):
             await asyncio.gather(*(
                 client.actions.send_message(dlq_topic(GROUP), BODY, keys=[f"k-{i}"],

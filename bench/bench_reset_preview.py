@@ -63,7 +63,7 @@ def main() -> None:
         from consumers.users import create_or_update_user
 
         Cluster.objects.create(name="bench", namesrv_addrs=cluster_process.namesrv_addr)
-        client = Client()
+        client = Client(HTTP_HOST="127.0.0.1")
         client.force_login(create_or_update_user("bench", "operator", "bench-password-123"))
         pages = {}
         for strategy in ("earliest", "time"):

@@ -8,6 +8,7 @@ that dead-lettered something; counts are max - min offset per queue, as mqadmin 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import json
@@ -194,15 +195,18 @@ async def scan(
 ) -> AsyncIterator[tuple[DlqQueue, Message]]:
     """Every matching message, oldest first, queue by queue."""
     for q in queues if queues is not None else await dlq_queues(client, group):
+        mq = MessageQueue(dlq_topic(group), q.broker, q.queue_id)
         offset = q.min
         while offset < q.max:
-            end = min(q.max, offset + CHUNK * 8)
-            for m in await client.messages.pull_range(
-                MessageQueue(dlq_topic(group), q.broker, q.queue_id), offset, end
-            ):
+            # eight pulls at once (pipelined on one connection), then the next eight
+            starts = range(offset, min(q.max, offset + CHUNK * 8), CHUNK)
+            chunks = await asyncio.gather(
+                *(client.messages.pull_range(mq, start, min(q.max, start + CHUNK)) for start in starts)
+            )
+            for m in (m for chunk in chunks for m in chunk):
                 if selection.matches(m):
                     yield q, m
-            offset = end
+            offset = min(q.max, offset + CHUNK * 8)
 
 
 async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message | None:

@@ -51,7 +51,7 @@ ACTIVE = {
     RedriveJob.State.RUNNING,
     RedriveJob.State.PAUSED,
 }
-WINDOW = 256  # messages per window: one checkpoint, one transaction
+WINDOW = 1024  # messages per window: one checkpoint, one transaction, one connection
 # properties the broker sets on a stored message: a new send gets its own
 BROKER_PROPERTIES = {"UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "WAIT", "CLUSTER", "MSG_REGION",
                      "TRACE_ON", "DELAY", "CONSUME_START_TIME", "__SHARDINGKEY"}  # fmt: skip
@@ -251,6 +251,8 @@ class _Pacer:
         self.rate, self.count, self.started = rate, 0, time.monotonic()
 
     async def wait(self) -> None:
+        if self.rate >= settings.REDRIVE_MAX_RATE:
+            return  # the highest rate means: as fast as the broker takes them
         due = self.started + self.count / self.rate
         self.count += 1
         delay = due - time.monotonic()

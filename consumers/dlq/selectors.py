@@ -23,7 +23,12 @@ def overview(redis, clusters: list[Cluster]) -> list[dict]:
         groups = [r.summary["group"] for r in rows if r.cluster == cluster]
         if not groups:
             continue
-        queues = run_on_cluster(cluster, lambda c, groups=groups: _queues_of(c, groups))
+
+        async def read(client, groups=groups):
+            queues = await _queues_of(client, groups)
+            return queues, await _arrival_times(client, queues)
+
+        queues, times = run_on_cluster(cluster, read)
         active = dict(
             RedriveJob.objects.filter(
                 cluster=cluster, group__in=groups, state__in=("queued", "running", "paused")
@@ -34,13 +39,27 @@ def overview(redis, clusters: list[Cluster]) -> list[dict]:
             result.append({
                 "cluster": cluster, "group": group, "queues": qs, "count": sum(q.count for q in qs),
                 "readable": all(q.readable for q in qs), "arrivals": arrivals(cluster, group),
-                "active_job": active.get(group),
+                "active_job": active.get(group), "oldest_ms": times[group][0], "newest_ms": times[group][1],
             })  # fmt: skip
     return result
 
 
 async def _queues_of(client: AdminClient, groups: list[str]) -> dict[str, list[DlqQueue]]:
     return {group: await dlq_queues(client, group) for group in groups}
+
+
+async def _arrival_times(client: AdminClient, groups: dict[str, list[DlqQueue]]) -> dict[str, tuple]:
+    """Oldest and newest store time in each group's DLQ: the messages at min and max - 1."""
+    times = {}
+    for group, queues in groups.items():
+        stamps = []
+        for q in queues:
+            for offset in {q.min, q.max - 1} if q.count else ():
+                found = await read_message(client, group, q.broker, q.queue_id, offset)
+                if found is not None:
+                    stamps.append(found.store_timestamp)
+        times[group] = (min(stamps), max(stamps)) if stamps else (None, None)
+    return times
 
 
 def arrivals(cluster: Cluster, group: str) -> dict:

@@ -53,7 +53,9 @@ def group_detail(request, cluster: str, group: str):
     view = selectors.group_detail(get_redis(), cluster, group)
     if view is None:
         raise Http404(f"No group {group} in the last snapshot of {cluster}")
-    context = {"cluster": cluster, "group": group, "doc": view.doc, "state": view.state, "age": view.age}
+    # the template gets the wire form: Django's template lookups try item access first, and on
+    # a dataclass every failed try costs an exception (about 1 ms on a 64-queue page)
+    context = {"cluster": cluster, "group": group, "doc": view.doc.to_wire(), "state": view.state, "age": view.age}
     template = "consumers/partials/_group_state.html" if request.htmx else "consumers/group_detail.html"
     return render(request, template, {**context, "nav": "groups"})
 

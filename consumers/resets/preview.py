@@ -30,7 +30,6 @@ class GroupOffsets:
 
 
 async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -> GroupOffsets:
-    configs = await asyncio.gather(*(client.topology.subscription_groups(a) for a in masters.values()))
     stats = await client.progress.consume_stats_many([(group, address) for address in masters.values()])
     committed: dict[MessageQueue, int] = {}
     for answer in stats:
@@ -47,7 +46,11 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -
         online, clients = bool(connection.connections), connection.client_ids
         subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
         break
-    exists = any(group in found for found in configs) or bool(committed)
+    exists = bool(committed) or online
+    if not exists:
+        # only a group with neither offsets nor clients costs the (large) list of every group config
+        configs = await asyncio.gather(*(client.topology.subscription_groups(a) for a in masters.values()))
+        exists = any(group in found for found in configs)
     return GroupOffsets(exists, committed, online, clients, sorted(subscribed))
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import csv
+import datetime as dt
 import io
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -237,6 +239,7 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
 def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
 ):
+    monkeypatch.setattr(redrive, "WINDOW", 256)  # 600 messages: three windows
     group, target = names.group("kill"), create_topic(names.topic("kill-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
@@ -252,7 +255,7 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     monkeypatch.setattr(RedrivenMessage.objects, "bulk_create", dies_before_recording_the_second_window)
     with pytest.raises(KeyboardInterrupt):
         redrive.run_job(job.pk)
-    assert RedrivenMessage.objects.filter(job=job).count() == 256  # the second window went out unrecorded
+    assert RedrivenMessage.objects.filter(job=job).count() == redrive.WINDOW  # the second went out unrecorded
     monkeypatch.setattr(RedrivenMessage.objects, "bulk_create", real)
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = redrive.run_job(job.pk)
@@ -311,3 +314,20 @@ def test_the_api_browses_for_everyone_and_redrives_for_operators(client, persona
     assert paused.json()["state"] == "paused"
     assert client.post(f"/api/dlq/jobs/{pk}/explode/", {}, content_type="application/json").status_code == 400
     assert client.get(f"/api/dlq/jobs/{pk}/").json()["moved"] == 0
+
+
+def test_the_overview_lists_the_dlq_with_its_count_and_arrival_times(client, personas, cluster, dead, mqadmin):
+    from consumers.live.poll import poll_cluster
+
+    poll_cluster(cluster)  # the overview starts from the groups whose last poll saw dead letters
+    client.force_login(personas["viewer"])
+    page = client.get("/dlq/").content.decode()
+    status = parse_topic_status(mqadmin.run("topicStatus", "-t", dlq_topic(dead["group"])).out)
+    assert f'data-group="{dead["group"]}" data-count="{sum(r.max_offset - r.min_offset for r in status)}"' in page
+    row = page.split(f'data-group="{dead["group"]}"')[1].split("</tr>")[0]
+    shown = [
+        dt.datetime.strptime(t, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
+        for t in re.findall(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", row)
+    ]
+    # oldest and newest: both while this test's failing consumer was dead-lettering
+    assert len(shown) == 2 and time.time() - 300 < shown[0] <= shown[1] <= time.time()

@@ -43,6 +43,7 @@ class Actions(Operations):
     def __init__(self, client):
         super().__init__(client)
         self._round_robin: dict[str, itertools.count] = {}
+        self._writable: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
         self._server_side_reset: dict[str, bool] = {}
 
     # offsets
@@ -217,13 +218,18 @@ class Actions(Operations):
 
     async def _pick_queue(self, topic: str) -> MessageQueue:
         route = await self.client.topology.topic_route(topic)
-        masters = route.master_addrs()
-        queues = [
-            MessageQueue(topic, q.broker_name, i)
-            for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
-            if Perm.writable(q.perm) and q.broker_name in masters
-            for i in range(q.write_queue_nums)
-        ]
+        cached = self._writable.get(topic)
+        if cached is not None and cached[0] is route:
+            queues = cached[1]  # the same (cached) route: the same queues, without rebuilding them per send
+        else:
+            masters = route.master_addrs()
+            queues = [
+                MessageQueue(topic, q.broker_name, i)
+                for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
+                if Perm.writable(q.perm) and q.broker_name in masters
+                for i in range(q.write_queue_nums)
+            ]
+            self._writable[topic] = (route, queues)
         if not queues:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"topic {topic} has no writable queue on a live master")
         counter = self._round_robin.setdefault(topic, itertools.count())
