@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,51 @@ def test_an_operator_requests_a_reset_and_an_approver_approves_it(
     assert shown == {f"{r.topic}@{r.broker}#{r.queue_id}": r.consumer_offset for r in theirs.rows if r.topic == topic}
     assert approver.evaluate("window.__csp || []") == [] and page.evaluate("window.__csp || []") == []
     approver.context.close()
+
+
+def test_an_operator_browses_a_dlq_and_watches_a_redrive(
+    browser, page, live_server, polled, personas, mqadmin, namesrv, names, monkeypatch
+):
+    from consumers.dlq import tasks
+    from consumers.dlq.models import RedriveJob
+    from tests.dlq.test_dlq import fill_dlq
+
+    group = names.group("ui-dlq")
+    fill_dlq(mqadmin, namesrv, group, 40)
+    queued = []
+    monkeypatch.setattr(tasks.run_redrive, "delay", queued.append)  # the test plays the worker
+
+    log_in(page, live_server.url, "operator", f"/dlq/local/{group}/")
+    assert page.locator("#dlq-total").inner_text() == "40" and page.locator("tr.dead").count() == 40
+    page.fill("#dlq-filters input[name=key]", "k-7")
+    page.click("#dlq-filters button[type=submit]")
+    page.wait_for_selector("tr.dead")
+    assert page.locator("tr.dead").count() == 1
+    page.goto(f"{live_server.url}/dlq/local/{group}/")
+    page.select_option("#id_target", "topic")
+    page.fill("#id_target_topic", f"%DLQ%{group}")
+    page.fill("#id_rate", "20")
+    page.click("#start-redrive")
+    page.wait_for_selector("#job-state")
+    job = RedriveJob.objects.get(group=group)
+    assert queued == [job.pk] and page.locator("#job-total").inner_text() == "40"
+    worker = threading.Thread(target=in_thread, args=(redrive_run, job.pk))
+    worker.start()
+    seen = set()
+    for _ in range(100):  # the page refreshes itself (htmx) while the job runs
+        seen.add(int(page.locator("#job-moved").inner_text()))
+        if page.locator("#job-state").inner_text() == "done":
+            break
+        page.wait_for_timeout(200)
+    worker.join()
+    assert page.locator("#job-state").inner_text() == "done" and page.locator("#job-moved").inner_text() == "40"
+    assert len(seen) >= 2  # the page showed the count moving, not only the end
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"]) / "redrive-job.png"), full_page=True)
+    assert page.evaluate("window.__csp || []") == []
+
+
+def redrive_run(pk: int):
+    from consumers.dlq.redrive import run_job
+
+    return run_job(pk)

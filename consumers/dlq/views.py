@@ -25,7 +25,7 @@ from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
 from ..roles import REQUEST, perm
 from . import redrive, selectors
-from .browse import body_views, export_record, row, scan
+from .browse import Selection, body_views, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm, encode_cursor
 from .models import RedriveJob
 
@@ -191,6 +191,7 @@ def job_page(request, pk: int):
     if found is None:
         raise Http404(f"No redrive job #{pk}")
     context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
+               "selection": Selection.from_wire(found.selection).describe(),
                "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)
 
