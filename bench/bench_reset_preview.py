@@ -79,6 +79,14 @@ def main() -> None:
                 client.get(url)
                 times.append((time.perf_counter() - t0) * 1000)
             pages[strategy] = times
+        from consumers.resets.services import preview
+
+        bench_cluster = Cluster.objects.get(name="bench")
+        read_only = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            preview(bench_cluster, GROUP, {"strategy": "time", "timestamp_ms": 1767225600000})
+            read_only.append((time.perf_counter() - t0) * 1000)
         rows = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", GROUP).out).rows
         assert len(rows) == 1024, len(rows)
         theirs = []
@@ -93,6 +101,7 @@ def main() -> None:
     print(f"\nReset preview, 1,024 queues on two brokers, {args.repeats} repeats (ms)")
     for strategy, times in pages.items():
         print(f"  ours, rendered preview ({strategy:8}) {describe(times)}")
+    print(f"  ours, broker read only (time)       {describe(read_only)}")
     print(f"  mqadmin consumerProgress (warm JVM) {describe(theirs)}")
     ours = percentile(pages["time"], 50)
     print(f"\nmedian preview to a time {ours:.0f} ms (goal < 1000), {ours / percentile(theirs, 50):.2f}x mqadmin")

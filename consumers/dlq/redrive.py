@@ -28,7 +28,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -286,11 +286,7 @@ def _window(job: RedriveJob, token: str, source: str, point: dict, end: int, pac
     )  # fmt: skip
     now = timezone.now()
     with transaction.atomic():
-        RedrivenMessage.objects.bulk_create(
-            [RedrivenMessage(job=job, cluster=job.cluster, group=job.group, source=source, sent_at=now, **sent)
-             for sent in outcome["sent"]],
-            ignore_conflicts=True,
-        )  # fmt: skip
+        record_sent(job, source, outcome["sent"], now)
         failures = (job.failures + outcome["failures"])[-50:]
         moved = RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
             checkpoints={**checkpoints, source: {"next": stop}},
@@ -301,6 +297,29 @@ def _window(job: RedriveJob, token: str, source: str, point: dict, end: int, pac
         )
         if not moved:
             raise RuntimeError(f"redrive #{job.pk} was taken over by another worker")
+
+
+_RECORD_COLUMNS = ("job_id", "cluster_id", "group", "source", "source_offset", "msg_id", "original_msg_id",
+                   "target_topic", "sent_msg_id", "sent_at")  # fmt: skip
+
+
+def record_sent(job: RedriveJob, source: str, sent: list[dict], at: dt.datetime) -> None:
+    """One RedrivenMessage row per message sent, in one statement: the ORM's per-object work was
+    a third of an unthrottled redrive. A row already there (a resumed window) is kept."""
+    if not sent:
+        return
+    table = connection.ops.quote_name(RedrivenMessage._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _RECORD_COLUMNS)
+    marks = ", ".join(["%s"] * len(_RECORD_COLUMNS))
+    if connection.vendor == "sqlite":
+        sql = f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})"
+    else:
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+    stamp = RedrivenMessage._meta.get_field("sent_at").get_db_prep_value(at, connection)
+    rows = [(job.pk, job.cluster_id, job.group, source, s["source_offset"], s["msg_id"], s["original_msg_id"],
+             s["target_topic"], s["sent_msg_id"], stamp) for s in sent]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 async def _send_window(

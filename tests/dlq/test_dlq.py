@@ -244,19 +244,19 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=5000)  # fmt: skip
-    real, calls = RedrivenMessage.objects.bulk_create, []
+    real, calls = redrive.record_sent, []
 
-    def dies_before_recording_the_second_window(rows, **kwargs):
-        calls.append(len(rows))
+    def dies_before_recording_the_second_window(job, source, sent, at):
+        calls.append(len(sent))
         if len(calls) == 2:
             raise KeyboardInterrupt("killed between sending and recording")
-        return real(rows, **kwargs)
+        return real(job, source, sent, at)
 
-    monkeypatch.setattr(RedrivenMessage.objects, "bulk_create", dies_before_recording_the_second_window)
+    monkeypatch.setattr(redrive, "record_sent", dies_before_recording_the_second_window)
     with pytest.raises(KeyboardInterrupt):
         redrive.run_job(job.pk)
     assert RedrivenMessage.objects.filter(job=job).count() == redrive.WINDOW  # the second went out unrecorded
-    monkeypatch.setattr(RedrivenMessage.objects, "bulk_create", real)
+    monkeypatch.setattr(redrive, "record_sent", real)
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = redrive.run_job(job.pk)
     assert done.state == "done" and done.moved == 600
