@@ -3,7 +3,6 @@ result, decisions), and the audit page with its CSV download."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.contrib import messages
@@ -11,6 +10,7 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
 from ..access import bad_request, console_action, console_page, remote_addr
+from ..csvstream import csv_writer
 from ..rocketmq import RocketMQError
 from ..roles import APPROVE, REQUEST, perm
 from . import selectors
@@ -105,13 +105,8 @@ def audit_log(request):
 AUDIT_COLUMNS = ["id", "at", "username", "remote_addr", "action", "cluster", "group", "change_request", "details"]
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 def _csv_rows(events):
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     yield writer.writerow(AUDIT_COLUMNS)
     for e in events.iterator():
         yield writer.writerow(

@@ -7,7 +7,6 @@ role."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.contrib import messages as flash
@@ -19,6 +18,7 @@ from ..access import bad_request, cluster_or_404, console_action, console_page, 
 from ..changes import audit
 from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
+from ..csvstream import csv_writer
 from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
@@ -106,14 +106,9 @@ CSV_COLUMNS = ["broker", "queue_id", "offset", "msg_id", "original_msg_id", "ori
                "store_ms", "reconsume_times", "body_size", "properties", "body_base64"]  # fmt: skip
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 def _export_lines(cluster, group, selection, fmt):
     """Streamed window by window: one broker read per window, never the whole DLQ in memory."""
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     if fmt == "csv":
         yield writer.writerow(CSV_COLUMNS)
     queues = run_on_cluster(cluster, lambda c: _queues(c, group))
