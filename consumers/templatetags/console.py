@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -50,9 +51,39 @@ def epoch(value) -> str:
     return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-@register.filter
-def absolute(value):
-    return abs(value) if value is not None else value
+_CLAMPED = '<span class="badge stale" title="the strategy asked for an offset outside [min, max]">clamped</span>'
+_NEVER = '<span class="badge stale">never committed</span>'
+
+
+def _effect(row: dict) -> str:
+    delta = row["delta"]
+    if delta is None:
+        return row["note"] or ""
+    if delta < 0:
+        return f"{-delta} messages re-consumed"
+    return f"{delta} messages skipped" if delta > 0 else "no change"
+
+
+@register.simple_tag
+def plan_rows(rows: list[dict]):
+    """The rows of a reset plan. Built here rather than in a template loop: a 1,024-queue preview
+    spent more time in the template engine (about 0.1 ms a row) than reading the broker."""
+    return format_html_join(
+        "\n",
+        '<tr class="plan-row" data-label="{}" data-target="{}"><td>{}</td><td>{}</td><td class="num">{}</td>'
+        '<td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td>'
+        "<td>{}</td><td>{}{}</td></tr>",
+        (
+            (
+                r["label"], "" if r["target"] is None else r["target"], r["topic"], r["broker"], r["queue_id"],
+                r["min"], r["max"],
+                mark_safe('<span class="unknown">never committed</span>') if r["current"] is None else r["current"],
+                "—" if r["target"] is None else r["target"], _effect(r),
+                mark_safe(_CLAMPED) if r["clamped"] else "", mark_safe(_NEVER) if r["never_committed"] else "",
+            )
+            for r in rows
+        ),
+    )  # fmt: skip
 
 
 @register.filter
