@@ -25,7 +25,7 @@ from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
 from ..roles import REQUEST, perm
 from . import redrive, selectors
-from .browse import Selection, body_views, export_record, row, scan
+from .browse import Selection, body_views, dlq_queues, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm, encode_cursor
 from .models import RedriveJob
 
@@ -111,7 +111,7 @@ def _export_lines(cluster, group, selection, fmt):
     writer = csv_writer()
     if fmt == "csv":
         yield writer.writerow(CSV_COLUMNS)
-    queues = run_on_cluster(cluster, lambda c: _queues(c, group))
+    queues = run_on_cluster(cluster, lambda c: dlq_queues(c, group))
     for q in queues:
         for begin in range(q.min, q.max, 256):
             window = type(q)(q.broker, q.queue_id, begin, min(q.max, begin + 256), q.readable)
@@ -126,12 +126,6 @@ def _export_lines(cluster, group, selection, fmt):
                         "properties": json.dumps(record["properties"]),
                     }
                     yield writer.writerow([values[c] for c in CSV_COLUMNS])
-
-
-async def _queues(client, group):
-    from .browse import dlq_queues
-
-    return await dlq_queues(client, group)
 
 
 async def _records(client, group, selection, window):

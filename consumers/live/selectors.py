@@ -130,19 +130,22 @@ def cluster_states(redis, clusters=None) -> list[ClusterState]:
     return [ClusterState(c, metas.get(c.pk), now) for c in clusters]
 
 
-def _rows(redis, clusters: list[Cluster]) -> list[GroupRow]:
+def _rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[GroupRow]:
     ids = [c.pk for c in clusters]
-    summaries, metas = snapshots.read_summaries(redis, ids), snapshots.read_metas(redis, ids)
+    summaries = snapshots.read_summaries(redis, ids)
+    metas = snapshots.read_metas(redis, ids) if metas is None else metas
     now = time.time()
     return [group_row(c, s, metas.get(c.pk), now) for c in clusters for s in summaries[c.pk]]
 
 
 def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
     """The home page: cluster states, health counts and the groups most behind, in one read."""
-    rows = _rows(redis, clusters)
+    metas = snapshots.read_metas(redis, [c.pk for c in clusters])
+    rows = _rows(redis, clusters, metas)
     counts = Counter(row.health for row in rows)
+    now = time.time()
     return Overview(
-        states=cluster_states(redis, clusters),
+        states=[ClusterState(c, metas.get(c.pk), now) for c in clusters],
         top=_ordered(rows, "lag", descending=True)[:top],
         health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
         total=len(rows),

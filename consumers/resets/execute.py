@@ -36,7 +36,7 @@ from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import MessageQueue
-from .preview import read_group
+from .preview import GroupOffsets, read_group
 
 BATCH = 64
 
@@ -89,9 +89,9 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
     result = dict(request.result)
     try:
         if "replaced" not in result:
-            current = run_on_cluster(cluster, lambda c: _committed(c, group, rows))
-            state = run_on_cluster(cluster, lambda c: _group_state(c, group))
-            result.update(replaced=current, online=state["online"], clients=state["clients"], applied={}, failed={})
+            state = run_on_cluster(cluster, lambda c: _read_group(c, group))
+            current = {r["label"]: state.committed.get(_queue(r)) for r in rows}
+            result.update(replaced=current, online=state.online, clients=state.clients, applied={}, failed={})
             if request.params.get("strategy") == "latest":
                 # "latest" means the end of each queue when it runs; the result shows the offsets used
                 result["targets_used"] = run_on_cluster(cluster, lambda c: _max_offsets(c, rows))
@@ -155,16 +155,13 @@ def _queue(row: dict) -> MessageQueue:
     return MessageQueue(row["topic"], row["broker"], row["queue_id"])
 
 
+async def _read_group(client: AdminClient, group: str) -> GroupOffsets:
+    return await read_group(client, group, (await client.topology.cluster_info(max_age=5.0)).masters())
+
+
 async def _committed(client: AdminClient, group: str, rows: list[dict]) -> dict[str, int | None]:
-    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
-    state = await read_group(client, group, masters)
+    state = await _read_group(client, group)
     return {r["label"]: state.committed.get(_queue(r)) for r in rows}
-
-
-async def _group_state(client: AdminClient, group: str) -> dict:
-    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
-    state = await read_group(client, group, masters)
-    return {"online": state.online, "clients": state.clients}
 
 
 async def _max_offsets(client: AdminClient, rows: list[dict]) -> dict[str, int]:
