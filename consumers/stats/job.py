@@ -1,0 +1,129 @@
+"""The nightly statistics job, run by spark-submit (never inside a Celery worker):
+
+    spark-submit --master local[*] consumers/stats/job.py --params run.json --summary out.json
+
+run.json names the history and output locations (paths or URLs: file://, hdfs://, s3a://, so a
+real cluster can read and write them), the days, the clusters with their poll interval and
+default lag SLO, and per-group SLO overrides. The job reads those days plus the day before,
+computes every table of transforms.statistics, and overwrites only the (cluster, date)
+partitions it computed, one sorted file each, so a rerun gives the same rows. The summary
+file (local to the driver) gets the row counts and the small per-day rows the console keeps
+in its database. Only the DataFrame API is used: executors need no Python code of ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make `consumers` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from consumers.stats import transforms
+from consumers.stats.session import spark_session
+
+# The history's schema v1 (consumers/live/history.py) plus its partition columns.
+HISTORY_DDL = {
+    "queue_offsets": "ts timestamp, `group` string, topic string, broker string, queue_id int, retry boolean, "
+    "broker_offset bigint, consumer_offset bigint, min_offset bigint, lag bigint, lag_seconds double, "
+    "last_consume_ms timestamp, client_id string, cluster string, date string",
+    "group_stats": "ts timestamp, `group` string, online boolean, clients int, lag bigint, retry_lag bigint, "
+    "lag_seconds_max double, consume_tps double, dlq_count bigint, health string, complete boolean, "
+    "cluster string, date string",
+}
+SORT_KEYS = ("hour", "group", "topic", "state", "metric", "rank")
+SUMMARY_TABLES = ("group_daily", "cluster_daily")
+
+
+def _exists(spark: SparkSession, url: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(url)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path)
+
+
+def read_history(spark: SparkSession, root: str, table: str, clusters: list[str], first: dt.date, last: dt.date):
+    """The table's rows of the clusters for first - 1 day .. last (the look-back included)."""
+    if not _exists(spark, root):
+        raise FileNotFoundError(f"history location {root} does not exist")
+    location = f"{root.rstrip('/')}/{table}"
+    if not _exists(spark, location):
+        return spark.createDataFrame([], HISTORY_DDL[table])
+    frame = spark.read.schema(HISTORY_DDL[table]).parquet(location)
+    since = (first - dt.timedelta(days=1)).isoformat()
+    return frame.where(F.col("date").between(since, last.isoformat()) & F.col("cluster").isin(clusters)).drop("date")
+
+
+def write_table(frame: DataFrame, output: str, name: str) -> None:
+    keys = [k for k in SORT_KEYS if k in frame.columns]
+    (
+        frame.repartition("cluster", "date")
+        .sortWithinPartitions("cluster", "date", *keys)
+        .write.mode("overwrite")
+        .partitionBy("cluster", "date")
+        .parquet(f"{output.rstrip('/')}/{name}")
+    )
+
+
+def read_back(spark: SparkSession, output: str, name: str, clusters: list[str], first: dt.date, last: dt.date):
+    frame = spark.read.parquet(f"{output.rstrip('/')}/{name}")
+    dates = F.col("date").between(first.isoformat(), last.isoformat())
+    return frame.where(dates & F.col("cluster").isin(clusters))
+
+
+def _plain(value):
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
+
+
+def run(spark: SparkSession, params: dict) -> dict:
+    first, last = dt.date.fromisoformat(params["first"]), dt.date.fromisoformat(params["last"])
+    as_of = dt.datetime.fromisoformat(params["as_of"])
+    cluster_rows = params["clusters"]
+    names = [c["cluster"] for c in cluster_rows]
+    clusters = spark.createDataFrame(cluster_rows, "cluster string, interval_seconds int, slo_seconds double")
+    slo = spark.createDataFrame(params.get("slo_overrides", []), "cluster string, `group` string, slo_seconds double")
+    queues = read_history(spark, params["history"], "queue_offsets", names, first, last)
+    groups = read_history(spark, params["history"], "group_stats", names, first, last)
+    started = time.monotonic()
+    tables = transforms.statistics(queues, groups, clusters, slo, first=first, last=last, as_of=as_of)
+    for name, frame in tables.items():
+        write_table(frame, params["output"], name)
+    summary = {
+        "input_rows": {"queue_offsets": queues.count(), "group_stats": groups.count()},
+        "output_rows": {},
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    for name in tables:
+        written = read_back(spark, params["output"], name, names, first, last)
+        summary["output_rows"][name] = written.count()
+        if name in SUMMARY_TABLES:
+            summary[name] = [{k: _plain(v) for k, v in row.asDict().items()} for row in written.collect()]
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", required=True, help="JSON file: history, output, first, last, as_of, clusters")
+    parser.add_argument("--summary", required=True, help="where to write the JSON summary (driver-local path)")
+    args = parser.parse_args(argv)
+    params = json.loads(Path(args.params).read_text())
+    spark = spark_session()
+    try:
+        summary = run(spark, params)
+    finally:
+        spark.stop()
+    Path(args.summary).write_text(json.dumps(summary))
+    print(f"statistics written: {json.dumps(summary['output_rows'])}, input {json.dumps(summary['input_rows'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

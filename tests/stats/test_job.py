@@ -1,0 +1,151 @@
+"""The statistics job over the hand-worked history (handworked.py): every number below was
+worked out by hand from those rows, not taken from the job's output."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow.dataset as ds
+import pytest
+
+from consumers.live.history import HistoryStore
+from consumers.stats import job
+from tests.stats import handworked as hw
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def store_paths(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stats")
+    history = HistoryStore(root / "history", flush_rows=10**9, flush_seconds=10**9)
+    history.append("c1", hw.history_tables())
+    history.flush("c1")
+    return root / "history", root / "stats"
+
+
+def params(history, output, first=hw.DAY, last=hw.DAY):
+    return {
+        "history": str(history),
+        "output": str(output),
+        "first": first.isoformat(),
+        "last": last.isoformat(),
+        "as_of": "2026-11-25T00:00:00+00:00",
+        "clusters": hw.CLUSTERS,
+        "slo_overrides": hw.SLO_OVERRIDES,
+    }
+
+
+def rows(output, table, **where) -> list[dict]:
+    found = ds.dataset(str(output / table), format="parquet", partitioning="hive").to_table().to_pylist()
+    matching = [r for r in found if all(str(r.get(k)) == str(v) for k, v in where.items())]
+    return sorted(matching, key=lambda r: tuple(str(r.get(k)) for k in ("cluster", "date", "hour", "group", "topic")))
+
+
+@pytest.fixture(scope="module")
+def computed(spark, store_paths):
+    history, output = store_paths
+    summary = job.run(spark, params(history, output))
+    return output, summary
+
+
+def one(items: list[dict]) -> dict:
+    assert len(items) == 1, items
+    return items[0]
+
+
+def test_group_day_worked_by_hand(computed):
+    output, _ = computed
+    g1 = one(rows(output, "group_daily", cluster="c1", group="g1"))
+    assert g1["polls"] == 5 and g1["expected_polls"] == 1440
+    assert g1["coverage"] == pytest.approx(5 / 1440)
+    # 5 (t1, across midnight) + 0 (reset) + 5 + unknown + 15 on queue 0; 0 + 1 + 0 + 2 on queue 1
+    assert g1["consumed"] == 28
+    assert g1["produced"] == 14  # 2 + 3 + 0 + 5 + 1 and 1 + 0 + 2 + 0
+    assert g1["retries"] == 4  # %RETRY%g1 max offset 0 -> 3 -> 4
+    assert g1["resets"] == 1
+    assert g1["dlq_arrivals"] == 5  # 0, +2, 0, a drop (not an arrival), +3
+    assert g1["incidents"] == 2  # into FALLING_BEHIND at t2, into STALLED at t4
+    # lag known at t1, t2, t5: 8, 25, 11
+    assert (g1["lag_min"], g1["lag_max"], g1["lag_p50"]) == (8, 25, 11)
+    assert g1["lag_mean"] == pytest.approx(44 / 3)
+    assert g1["lag_p95"] == pytest.approx(11 + 0.9 * 14)
+    assert g1["lag_p99"] == pytest.approx(11 + 0.98 * 14)
+    # lag seconds 4, 50, 2; only 50 is above the 30 s SLO: one poll of 60 s
+    assert g1["lag_seconds_p50"] == 4 and g1["lag_seconds_max"] == 50
+    assert g1["lag_seconds_p95"] == pytest.approx(4 + 0.9 * 46)
+    assert g1["breach_minutes"] == 1 and g1["slo_seconds"] == 30
+
+
+def test_group_override_and_first_sight(computed):
+    output, _ = computed
+    g2 = one(rows(output, "group_daily", cluster="c1", group="g2"))
+    assert g2["slo_seconds"] == 100 and g2["breach_minutes"] == 0  # 80 s is under its own SLO
+    assert g2["consumed"] == 10 and g2["produced"] == 20  # its first poll has nothing to compare with
+    assert g2["retries"] == 0 and g2["dlq_arrivals"] is None  # never retried; DLQ count never read
+    assert (g2["lag_p50"], g2["lag_p95"], g2["lag_seconds_p99"]) == (5, pytest.approx(9.5), pytest.approx(79.2))
+
+
+def test_hours_split_the_day(computed):
+    output, _ = computed
+    hours = rows(output, "group_hourly", cluster="c1", group="g1")
+    assert [(h["hour"].hour, h["polls"], h["consumed"], h["expected_polls"]) for h in hours] == [
+        (0, 4, 11, 60),
+        (1, 1, 17, 60),
+    ]
+    health = rows(output, "group_health", cluster="c1", group="g1")
+    cells = sorted((h["hour"].hour, h["state"], h["minutes"]) for h in health)
+    assert cells == [(0, "FALLING_BEHIND", 2), (0, "OK", 1), (0, "STALLED", 1), (1, "OK", 1)]
+
+
+def test_topic_lag_unknown_when_a_queue_is(computed):
+    output, _ = computed
+    topic = one(rows(output, "topic_daily", cluster="c1", group="g1", topic="T"))
+    # t3 misses queue 1 and t4 has queue 0 unknown: only t1 (8), t2 (25), t5 (11) count
+    assert (topic["polls"], topic["lag_min"], topic["lag_max"], topic["lag_p50"]) == (5, 8, 25, 11)
+    assert (topic["consumed"], topic["produced"], topic["resets"]) == (28, 14, 1)
+    assert topic["lag_seconds_max"] == 50 and topic["breach_minutes"] == 1
+    retry = one(rows(output, "topic_daily", cluster="c1", group="g1", topic="%RETRY%g1"))
+    assert retry["retry"] is True and (retry["produced"], retry["consumed"]) == (4, 4)
+
+
+def test_cluster_days_and_top_lists(computed):
+    output, summary = computed
+    c1 = one(rows(output, "cluster_daily", cluster="c1"))
+    assert (c1["polls"], c1["groups"], c1["expected_polls"]) == (5, 2, 1440)
+    c2 = one(rows(output, "cluster_daily", cluster="c2"))  # never polled: a day with no coverage
+    assert (c2["polls"], c2["coverage"], c2["expected_polls"]) == (0, 0.0, 5760)
+    top = rows(output, "top_groups", cluster="c1")
+    by_metric = {
+        m: [(r["rank"], r["group"]) for r in sorted(top, key=lambda r: r["rank"]) if r["metric"] == m]
+        for m in ("lag_seconds_p95", "breach_minutes", "dlq_arrivals")
+    }
+    assert by_metric == {
+        "lag_seconds_p95": [(1, "g2"), (2, "g1")],  # 76 s against 45.4 s
+        "breach_minutes": [(1, "g1")],
+        "dlq_arrivals": [(1, "g1")],
+    }
+    # the day before and the day after were read (t0) or not at all (t6), never written
+    assert {r["date"] for r in rows(output, "group_daily")} == {hw.DAY.isoformat()}
+    assert summary["input_rows"] == {"queue_offsets": 19, "group_stats": 8}
+    assert sorted((r["group"], r["consumed"]) for r in summary["group_daily"]) == [("g1", 28), ("g2", 10)]
+
+
+def test_rerun_gives_equal_rows_and_keeps_other_days(spark, computed, store_paths):
+    output, _ = computed
+    history, _ = store_paths
+    before = {t: rows(output, t) for t in job.SUMMARY_TABLES + ("topic_hourly", "top_groups")}
+    job.run(spark, params(history, output))
+    after = {t: rows(output, t) for t in before}
+    assert after == before
+    # a run for another day adds its partitions and leaves D's alone
+    job.run(spark, params(history, output, first=hw.DAY + dt.timedelta(days=1), last=hw.DAY + dt.timedelta(days=1)))
+    assert rows(output, "group_daily", date=hw.DAY) == before["group_daily"]
+    next_day = one(rows(output, "group_daily", group="g1", date=hw.DAY + dt.timedelta(days=1)))
+    assert next_day["consumed"] == 500 - 110 + 0  # queue 0 from t5 to t6; queue 1 has no row on that day
+    assert next_day["incidents"] == 1  # OK at t5, STALLED at t6
+
+
+def test_missing_history_location_fails(spark, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        job.run(spark, params(tmp_path / "nowhere", tmp_path / "out"))
