@@ -79,6 +79,13 @@ class HealthOverride(models.Model):
     stall_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(5)])
     min_lag = models.PositiveIntegerField(null=True, blank=True, help_text="lag below this is not 'behind'")
     retry_rate_per_minute = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    lag_slo_seconds = models.FloatField(
+        "lag SLO (s)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="lag seconds above this count as SLO breach minutes in the statistics",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "group"], name="one_override_per_group")]
@@ -121,3 +128,4 @@ class KnownBroker(models.Model):
 # Feature packages keep their models next to their code; Django finds them through this module.
 from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, F401
 from .dlq.models import RedriveJob, RedrivenMessage  # noqa: E402, F401
+from .stats.models import ClusterDay, GroupDay, RunDay, StatsRun  # noqa: E402, F401

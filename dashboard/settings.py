@@ -7,10 +7,12 @@ With no environment at all this runs for development: DEBUG on, SQLite under var
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
 import plotly
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -229,6 +231,31 @@ REDRIVE_APPROVAL_THRESHOLD = env_int("REDRIVE_APPROVAL_THRESHOLD", 1000)
 REDRIVE_DEFAULT_RATE = env_int("REDRIVE_DEFAULT_RATE", 100)
 REDRIVE_MAX_RATE = env_int("REDRIVE_MAX_RATE", 20000)
 REDRIVE_TIME_LIMIT = env_int("REDRIVE_TIME_LIMIT", 6 * 3600)
+
+# Nightly statistics (consumers/stats/): a spark-submit child process, never in the worker.
+# Locations may be URLs (file://, hdfs://, s3a://) when the job runs on a real Spark cluster.
+STATS_SPARK_MASTER = env_str("STATS_SPARK_MASTER", "local[*]")
+STATS_SPARK_SUBMIT = env_str("STATS_SPARK_SUBMIT", str(Path(sys.executable).parent / "spark-submit"))
+# extra --conf pairs, comma separated; the defaults keep the driver on the loopback interface
+STATS_SPARK_CONF = env_list(
+    "STATS_SPARK_CONF",
+    ["spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1", "spark.ui.enabled=false"],
+)
+STATS_DRIVER_MEMORY = env_str("STATS_DRIVER_MEMORY", "3g")
+STATS_HISTORY_URL = env_str("STATS_HISTORY_URL", str(HISTORY_DIR))
+STATS_OUTPUT_URL = env_str("STATS_OUTPUT_URL", str(VAR_DIR / "stats"))
+STATS_RUN_DIR = Path(env_str("STATS_RUN_DIR", str(VAR_DIR / "stats-runs")))  # logs, params, summaries
+STATS_RUN_TIME_LIMIT = env_int("STATS_RUN_TIME_LIMIT", 3600)
+STATS_NIGHTLY_AT = env_str("STATS_NIGHTLY_AT", "00:30")  # UTC, for the previous day
+STATS_LAG_SLO_SECONDS = float(env_str("STATS_LAG_SLO_SECONDS", "60"))  # per group: the health override
+try:
+    _nightly_hour, _nightly_minute = (int(part) for part in STATS_NIGHTLY_AT.split(":"))
+except ValueError:
+    raise ImproperlyConfigured(f"STATS_NIGHTLY_AT={STATS_NIGHTLY_AT!r}: expected HH:MM (UTC)") from None
+CELERY_BEAT_SCHEDULE["nightly-statistics"] = {
+    "task": "consumers.stats.tasks.nightly_statistics",
+    "schedule": crontab(hour=_nightly_hour, minute=_nightly_minute),
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")

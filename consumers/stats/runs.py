@@ -1,0 +1,205 @@
+"""Running the statistics job: claim the days, launch spark-submit as a child process, keep its
+log, load its small per-day rows into the database, record how it went.
+
+`request_run` validates and claims (cluster, day) pairs in one transaction: RunDay's unique
+constraint refuses a run that overlaps one still claimed. `execute_run` moves a run from queued
+to running with a conditional UPDATE, so a task delivered twice runs it once; the claim is
+released when the run ends, whatever the outcome. A run still "running" past
+STATS_RUN_TIME_LIMIT (its worker died) is failed and released by `release_abandoned`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ..live.config import history_store
+from ..models import Cluster, HealthOverride
+from .models import ClusterDay, GroupDay, RunDay, StatsRun
+
+JOB_FILE = Path(__file__).with_name("job.py")
+ERROR_TAIL_LINES = 40
+MAX_DAYS = 366
+
+
+class RunRefused(Exception):
+    """The run cannot start; the message says why for the page, the command and the API."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    first: dt.date
+    last: dt.date
+    cluster: str | None = None  # None: every cluster
+
+
+def request_run(request: RunRequest, *, trigger: str, user=None) -> StatsRun:
+    if request.last < request.first:
+        raise RunRefused(f"the range ends ({request.last}) before it starts ({request.first})")
+    if (request.last - request.first).days >= MAX_DAYS:
+        raise RunRefused(f"at most {MAX_DAYS} days per run; split the backfill")
+    if request.first > timezone.now().date():
+        raise RunRefused(f"{request.first} is in the future: there is no history for it yet")
+    clusters = Cluster.objects.order_by("name")
+    if request.cluster is not None:
+        clusters = clusters.filter(name=request.cluster)
+        if not clusters.exists():
+            raise RunRefused(f"unknown cluster {request.cluster!r}")
+    names = list(clusters.values_list("name", flat=True))
+    if not names:
+        raise RunRefused("no cluster is configured")
+    days = [request.first + dt.timedelta(days=n) for n in range((request.last - request.first).days + 1)]
+    try:
+        with transaction.atomic():
+            run = StatsRun.objects.create(
+                first=request.first,
+                last=request.last,
+                clusters=names,
+                trigger=trigger,
+                requested_by=user,
+                master=settings.STATS_SPARK_MASTER,
+            )
+            RunDay.objects.bulk_create([RunDay(run=run, cluster=c, date=d) for c in names for d in days])
+    except IntegrityError:
+        busy = RunDay.objects.filter(cluster__in=names, date__in=days).select_related("run").first()
+        which = f"run #{busy.run_id} ({busy.cluster}, {busy.date})" if busy else "another run"
+        raise RunRefused(f"{which} is already computing these days; wait for it to finish") from None
+    return run
+
+
+def run_parameters(run: StatsRun) -> dict:
+    clusters = Cluster.objects.filter(name__in=run.clusters).order_by("name")
+    overrides = HealthOverride.objects.filter(cluster__name__in=run.clusters, lag_slo_seconds__isnull=False)
+    return {
+        "history": settings.STATS_HISTORY_URL,
+        "output": settings.STATS_OUTPUT_URL,
+        "first": run.first.isoformat(),
+        "last": run.last.isoformat(),
+        "as_of": timezone.now().isoformat(),
+        "clusters": [
+            {"cluster": c.name, "interval_seconds": c.poll_interval, "slo_seconds": settings.STATS_LAG_SLO_SECONDS}
+            for c in clusters
+        ],
+        "slo_overrides": [
+            {"cluster": o.cluster.name, "group": o.group, "slo_seconds": o.lag_slo_seconds}
+            for o in overrides.select_related("cluster")
+        ],
+    }
+
+
+def spark_command(params_path: Path, summary_path: Path) -> list[str]:
+    command = [settings.STATS_SPARK_SUBMIT, "--master", settings.STATS_SPARK_MASTER]
+    command += ["--driver-memory", settings.STATS_DRIVER_MEMORY]
+    for pair in settings.STATS_SPARK_CONF:
+        command += ["--conf", pair]
+    return [*command, str(JOB_FILE), "--params", str(params_path), "--summary", str(summary_path)]
+
+
+def execute_run(run_id: int) -> StatsRun:
+    claimed = StatsRun.objects.filter(pk=run_id, state=StatsRun.State.QUEUED).update(
+        state=StatsRun.State.RUNNING, started_at=timezone.now()
+    )
+    run = StatsRun.objects.get(pk=run_id)
+    if not claimed:
+        return run  # a second delivery of the same task: the first one has it
+    directory = Path(settings.STATS_RUN_DIR) / str(run.pk)
+    directory.mkdir(parents=True, exist_ok=True)
+    params_path, summary_path, log_path = directory / "params.json", directory / "summary.json", directory / "log.txt"
+    run.log_path = str(log_path)
+    run.save(update_fields=["log_path"])
+    try:
+        store = history_store()
+        for name in run.clusters:
+            store.flush(name)  # staged rows are Arrow files Spark does not read
+        params_path.write_text(json.dumps(run_parameters(run), indent=1))
+        with open(log_path, "wb") as log:
+            finished = subprocess.run(
+                spark_command(params_path, summary_path),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_child_environment(),
+                cwd=settings.BASE_DIR,
+                timeout=settings.STATS_RUN_TIME_LIMIT,
+                check=False,
+            )
+        if finished.returncode != 0:
+            return _finish(run, failed=f"spark-submit exited with {finished.returncode}\n{_tail(log_path)}")
+        summary = json.loads(summary_path.read_text())
+        load_summary(run, summary)
+        run.input_rows = sum(summary["input_rows"].values())
+        run.output_rows = sum(summary["output_rows"].values())
+        return _finish(run)
+    except subprocess.TimeoutExpired:
+        return _finish(run, failed=f"stopped after {settings.STATS_RUN_TIME_LIMIT} s\n{_tail(log_path)}")
+    except Exception as exc:  # recorded on the run, which must never stay "running"
+        return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}")
+
+
+def load_summary(run: StatsRun, summary: dict) -> None:
+    """Replace the computed days' rows with the job's (a day recomputed is a day replaced)."""
+    group_fields = {f.name for f in GroupDay._meta.fields} - {"id"}
+    cluster_fields = {f.name for f in ClusterDay._meta.fields} - {"id"}
+    with transaction.atomic():
+        days = {"cluster__in": run.clusters, "date__gte": run.first, "date__lte": run.last}
+        GroupDay.objects.filter(**days).delete()
+        ClusterDay.objects.filter(**days).delete()
+        GroupDay.objects.bulk_create(
+            [GroupDay(**{k: v for k, v in row.items() if k in group_fields}) for row in summary["group_daily"]],
+            batch_size=1000,
+        )
+        ClusterDay.objects.bulk_create(
+            [ClusterDay(**{k: v for k, v in row.items() if k in cluster_fields}) for row in summary["cluster_daily"]]
+        )
+
+
+def release_abandoned() -> list[int]:
+    """Fail the runs whose worker died mid-run (still running past the time limit) and free
+    their days, so the next night is not refused forever."""
+    limit = timezone.now() - dt.timedelta(seconds=settings.STATS_RUN_TIME_LIMIT + 300)
+    abandoned = list(StatsRun.objects.filter(state=StatsRun.State.RUNNING, started_at__lt=limit))
+    for run in abandoned:
+        _finish(run, failed="no end was recorded: the worker running it stopped")
+    return [run.pk for run in abandoned]
+
+
+def log_text(run: StatsRun, *, limit: int = 200_000) -> str:
+    if not run.log_path or not Path(run.log_path).exists():
+        return ""
+    data = Path(run.log_path).read_bytes()
+    return data[-limit:].decode("utf-8", "replace")
+
+
+def _finish(run: StatsRun, *, failed: str | None = None) -> StatsRun:
+    run.state = StatsRun.State.FAILED if failed else StatsRun.State.SUCCEEDED
+    run.error_tail = failed or ""
+    run.finished_at = timezone.now()
+    with transaction.atomic():
+        run.save()
+        RunDay.objects.filter(run=run).delete()
+    return run
+
+
+def _tail(path: Path) -> str:
+    if not path.exists():
+        return ""
+    lines = path.read_text(errors="replace").splitlines()
+    errors = [i for i, line in enumerate(lines) if "Error" in line or "Traceback" in line]
+    start = max(0, errors[0] - 2) if errors else len(lines) - ERROR_TAIL_LINES
+    return "\n".join(lines[max(start, len(lines) - 4 * ERROR_TAIL_LINES) :][: 2 * ERROR_TAIL_LINES])
+
+
+def _child_environment() -> dict:
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(settings.BASE_DIR), env.get("PYTHONPATH")]))
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env

@@ -1,0 +1,35 @@
+"""Celery tasks of the statistics: thin wrappers; runs.py does the work in a child process."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(ignore_result=True, acks_late=True, soft_time_limit=settings.STATS_RUN_TIME_LIMIT + 60,
+             time_limit=settings.STATS_RUN_TIME_LIMIT + 120)  # fmt: skip
+def run_statistics(run_id: int) -> str:
+    from .runs import execute_run
+
+    return execute_run(run_id).state
+
+
+@shared_task(ignore_result=True)
+def nightly_statistics() -> str:
+    """Yesterday (UTC), every cluster. Refused (and logged) if a run already has that day."""
+    from .runs import RunRefused, RunRequest, execute_run, release_abandoned, request_run
+
+    release_abandoned()
+    yesterday = timezone.now().date() - dt.timedelta(days=1)
+    try:
+        run = request_run(RunRequest(yesterday, yesterday), trigger="nightly")
+    except RunRefused as exc:
+        log.warning("nightly statistics for %s not started: %s", yesterday, exc)
+        return f"refused: {exc}"
+    return execute_run(run.pk).state
