@@ -9,6 +9,7 @@ from .dlq import views as dlq
 from .live import api as live_api
 from .live import views as live
 from .resets import views as resets
+from .stats import views as stats
 
 app_name = "consumers"
 
@@ -33,6 +34,12 @@ urlpatterns = [
     path("dlq/<slug:cluster>/<str:group>/make-readable/", dlq.make_readable, name="dlq-make-readable"),
     path("dlq/<slug:cluster>/<str:group>/export.<str:fmt>", dlq.export, name="dlq-export"),
     path("dlq/<slug:cluster>/<str:group>/<str:broker>/<int:queue_id>/<int:offset>/", dlq.message, name="dlq-message"),
+    path("stats/", stats.overview, name="stats"),
+    path("stats/jobs/", stats.jobs, name="stats-jobs"),
+    path("stats/jobs/run/", stats.start_run, name="stats-run"),
+    path("stats/jobs/<int:pk>/log/", stats.job_log, name="stats-job-log"),
+    path("stats/<slug:cluster>/charts.json", stats.cluster_charts, name="stats-cluster-charts"),
+    path("stats/<slug:cluster>/<str:group>/charts.json", stats.group_charts, name="stats-group-charts"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),

@@ -9,6 +9,7 @@ from django.shortcuts import render
 from ..access import bad_request, cluster_or_404, console_page
 from ..models import Cluster
 from ..redis_client import get_redis
+from ..stats.forms import PRESETS, PeriodForm
 from . import selectors
 from .forms import GroupFilterForm, LagChartForm
 
@@ -56,8 +57,13 @@ def group_detail(request, cluster: str, group: str):
     # the template gets the wire form: Django's template lookups try item access first, and on
     # a dataclass every failed try costs an exception (about 1 ms on a 64-queue page)
     context = {"cluster": cluster, "group": group, "doc": view.doc.to_wire(), "state": view.state, "age": view.age}
-    template = "consumers/partials/_group_state.html" if request.htmx else "consumers/group_detail.html"
-    return render(request, template, {**context, "nav": "groups"})
+    if request.htmx:
+        return render(request, "consumers/partials/_group_state.html", context)
+    period = PeriodForm(request.GET)  # the statistics section's period (its charts load separately)
+    if not period.is_valid():
+        return bad_request(request, f"Invalid period: {period.errors.as_text()}")
+    statistics = {"period_form": period, "period_presets": PRESETS, "period_query": request.GET.urlencode()}
+    return render(request, "consumers/group_detail.html", {**context, **statistics, "nav": "groups"})
 
 
 @console_page

@@ -13,15 +13,21 @@ in its database. Only the DataFrame API is used: executors need no Python code o
 
 from __future__ import annotations
 
+import os
+import sys
+
+if __package__ in (None, ""):
+    # Run as a file by spark-submit, Python put this directory first on the path, where our
+    # selectors.py would shadow the standard library's: put the repository root there instead.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+    sys.path.insert(0, os.path.dirname(os.path.dirname(_here)))
+
 import argparse
 import datetime as dt
 import json
-import sys
 import time
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a file by spark-submit: make `consumers` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F

@@ -37,6 +37,13 @@ def stats_settings(settings, tmp_path):
     return settings
 
 
+# worked out by hand in handworked.py / test_job.py
+EXPECTED = [
+    ("g1", 5, 28, 14, 4, 5, 1, 2, 11, pytest.approx(23.6), pytest.approx(45.4), 1, 30),
+    ("g2", 2, 10, 20, 0, None, 0, 0, 5, pytest.approx(9.5), pytest.approx(76.0), 0, 100),
+]
+
+
 def group_rows() -> list[tuple]:
     return [tuple(getattr(row, f) for f in COMPARED) for row in GroupDay.objects.order_by("group")]
 
@@ -45,10 +52,7 @@ def test_run_loads_the_hand_worked_day(stats_settings):
     run = execute_run(request_run(DAY, trigger="command").pk)
     assert run.state == StatsRun.State.SUCCEEDED, run.error_tail
     assert run.input_rows == 19 + 8 and run.output_rows > 0
-    assert group_rows() == [
-        ("g1", 5, 28, 14, 4, 5, 1, 2, 11, pytest.approx(23.6), pytest.approx(45.4), 1, 30),
-        ("g2", 2, 10, 20, 0, None, 0, 0, 5, pytest.approx(9.5), pytest.approx(76.0), 0, 100),
-    ]
+    assert group_rows() == EXPECTED
     days = {d.cluster: (d.polls, d.expected_polls, d.groups) for d in ClusterDay.objects.all()}
     assert days == {"c1": (5, 1440, 2), "c2": (0, 5760, 0)}
     assert not RunDay.objects.exists()  # the claim is released
@@ -83,8 +87,7 @@ def test_overlapping_runs_are_refused(stats_settings):
 
 
 def test_standalone_cluster_gives_the_same_rows(stats_settings, tmp_path):
-    assert execute_run(request_run(DAY, trigger="command").pk).state == StatsRun.State.SUCCEEDED
-    local = group_rows()
+    """The same rows as local[*] in test_run_loads_the_hand_worked_day: the hand-worked ones."""
     cluster = LocalSparkCluster(tmp_path / "spark", cores=1, memory="1g")
     try:
         stats_settings.STATS_SPARK_MASTER = cluster.url
@@ -95,4 +98,4 @@ def test_standalone_cluster_gives_the_same_rows(stats_settings, tmp_path):
     assert run.state == StatsRun.State.SUCCEEDED, run.error_tail
     assert run.master.startswith("spark://127.0.0.1:")
     assert "app-" in open(run.log_path).read()  # the standalone master gave it an application id
-    assert group_rows() == local
+    assert group_rows() == EXPECTED

@@ -1,0 +1,183 @@
+"""plotly figures of the statistics, as JSON for the vendored plotly.js (and, later, for the
+PDF reports: the same functions draw both). Missing days are gaps (None), never zeros, and
+each figure names the missing and low-coverage days and shades the latter."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import plotly.graph_objects as go
+
+from ..live.health import SEVERITY
+from .selectors import coverage_gaps
+
+HEIGHT = 300
+# worst first, as in live/health.py; the heat-map colours a cell by its worst state
+STATE_COLOURS = {
+    "UNKNOWN": "#9e9e9e",
+    "OFFSET_EXPIRED": "#6a1b9a",
+    "STALLED": "#b71c1c",
+    "STOPPED": "#e53935",
+    "DLQ_GROWING": "#ef6c00",
+    "RETRY_STORM": "#f9a825",
+    "FALLING_BEHIND": "#fdd835",
+    "CATCHING_UP": "#9ccc65",
+    "IDLE": "#90caf9",
+    "OK": "#2e7d32",
+}
+
+
+def _dates(days: list[dt.date]) -> list[str]:
+    return [d.isoformat() for d in days]
+
+
+def _value(row, name: str):
+    if row is None:
+        return None
+    return row.get(name) if isinstance(row, dict) else getattr(row, name)
+
+
+def _layout(figure: go.Figure, title: str, notes: list[str], *, y_title: str, y2_title: str | None = None):
+    text = title if not notes else f"{title}<br><sup>{'; '.join(notes)}</sup>"
+    figure.update_layout(
+        title={"text": text, "font": {"size": 14}},
+        height=HEIGHT,
+        margin={"l": 60, "r": 60 if y2_title else 20, "t": 60 if notes else 40, "b": 40},
+        legend={"orientation": "h", "y": -0.25},
+        yaxis={"title": y_title, "rangemode": "tozero"},
+        xaxis={"type": "date"},
+        barmode="group",
+    )
+    if y2_title:
+        figure.update_layout(yaxis2={"title": y2_title, "overlaying": "y", "side": "right", "rangemode": "tozero"})
+
+
+def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -> list[str]:
+    missing, low = coverage_gaps(days, coverage)
+    for day in low:
+        start = dt.datetime.combine(day, dt.time())
+        figure.add_vrect(x0=start, x1=start + dt.timedelta(days=1), fillcolor="#bdbdbd", opacity=0.25, line_width=0)
+    notes = []
+    if missing:
+        notes.append(f"{len(missing)} of {len(days)} days have no statistics")
+    if low:
+        notes.append(f"{len(low)} days with coverage under 90 % (shaded)")
+    return notes
+
+
+def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:
+    result = json.loads(figure.to_json())
+    result["points"] = sum(1 for d in days if rows.get(d) is not None)
+    return result
+
+
+def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | None = None) -> dict:
+    prefix, unit = ("lag_seconds", "seconds") if seconds else ("lag", "messages")
+    figure = go.Figure()
+    for name, dash in (("p50", "dot"), ("p95", "solid"), ("max", "dash")):
+        values = [_value(rows.get(d), f"{prefix}_{name}") for d in days]
+        figure.add_trace(go.Scatter(x=_dates(days), y=values, name=name, mode="lines+markers", line={"dash": dash}))
+    if seconds and slo is not None:
+        figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=f"SLO {slo:g} s")
+    notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
+    _layout(figure, f"Daily lag ({unit}): p50, p95, max", notes, y_title=unit)
+    return _as_json(figure, days, rows)
+
+
+def flow_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
+    figure = go.Figure()
+    for name, label in (("produced", "produced"), ("consumed", "consumed")):
+        figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), name) for d in days], name=label))
+    notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
+    _layout(figure, "Messages consumed vs produced per day", notes, y_title="messages")
+    return _as_json(figure, days, rows)
+
+
+def retry_dlq_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), "retries") for d in days], name="retries"))
+    figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), "dlq_arrivals") for d in days], name="DLQ arrivals"))
+    notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
+    _layout(figure, "Retries and dead letters per day", notes, y_title="messages")
+    return _as_json(figure, days, rows)
+
+
+def breach_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
+    figure = go.Figure()
+    values = [_value(rows.get(d), "breach_minutes") for d in days]
+    figure.add_trace(go.Bar(x=_dates(days), y=values, name="minutes above the lag SLO", marker_color="#e53935"))
+    notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
+    _layout(figure, "SLO breach: minutes with lag above the SLO", notes, y_title="minutes")
+    return _as_json(figure, days, rows)
+
+
+def coverage_figure(days: list[dt.date], rows: dict) -> dict:
+    figure = go.Figure()
+    values = [None if rows.get(d) is None else round(100 * rows[d].coverage, 1) for d in days]
+    figure.add_trace(go.Bar(x=_dates(days), y=values, name="polls recorded (%)", marker_color="#1565c0"))
+    notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
+    _layout(figure, "Coverage: share of the expected polls that were recorded", notes, y_title="%")
+    figure.update_yaxes(range=[0, 100])
+    return _as_json(figure, days, rows)
+
+
+def health_heatmap(days: list[dt.date], cells: dict) -> dict:
+    """Hours (rows) by days (columns), each cell coloured by the worst state seen that hour;
+    the hover lists the minutes in every state. Empty cells: no poll recorded."""
+    order = {state: index for index, state in enumerate(SEVERITY)}
+    z, text = [], []
+    for hour in range(24):
+        z_row, text_row = [], []
+        for day in days:
+            states = cells.get((day, hour))
+            if not states:
+                z_row.append(None)
+                text_row.append("no polls recorded")
+                continue
+            worst = min(states, key=lambda s: order.get(s, 0))
+            z_row.append(order.get(worst, 0))
+            by_severity = sorted(states.items(), key=lambda item: order.get(item[0], 0))
+            text_row.append("<br>".join(f"{state}: {minutes:g} min" for state, minutes in by_severity))
+        z.append(z_row)
+        text.append(text_row)
+    steps = len(SEVERITY) - 1
+    colourscale = []
+    for index, state in enumerate(SEVERITY):
+        colourscale += [[max(0, index - 0.5) / steps, STATE_COLOURS[state]], [min(steps, index + 0.5) / steps,
+                                                                               STATE_COLOURS[state]]]  # fmt: skip
+    figure = go.Figure(
+        go.Heatmap(
+            x=_dates(days), y=list(range(24)), z=z, text=text, hoverinfo="x+y+text", zmin=0, zmax=steps,
+            colorscale=colourscale, showscale=True,
+            colorbar={"tickvals": list(range(len(SEVERITY))), "ticktext": list(SEVERITY), "len": 1},
+        )
+    )  # fmt: skip
+    hours = sum(1 for v in cells.values() if v)
+    notes = [] if hours == len(days) * 24 else [f"{len(days) * 24 - hours} of {len(days) * 24} hours have no polls"]
+    _layout(figure, "Health by hour (worst state in the hour)", notes, y_title="hour (UTC)")
+    figure.update_layout(height=420, yaxis={"autorange": "reversed", "dtick": 3})
+    result = json.loads(figure.to_json())
+    result["points"] = hours
+    return result
+
+
+def group_figures(days: list[dt.date], rows: dict, cells: dict, slo: float | None) -> dict[str, dict]:
+    return {
+        "lag_messages": lag_figure(days, rows, seconds=False),
+        "lag_seconds": lag_figure(days, rows, seconds=True, slo=slo),
+        "flows": flow_figure(days, rows),
+        "retries_dlq": retry_dlq_figure(days, rows),
+        "breach": breach_figure(days, rows),
+        "health": health_heatmap(days, cells),
+    }
+
+
+def cluster_figures(days: list[dt.date], cluster_rows: dict, totals: dict) -> dict[str, dict]:
+    coverage = {d: _value(cluster_rows.get(d), "coverage") for d in days}
+    return {
+        "coverage": coverage_figure(days, cluster_rows),
+        "flows": flow_figure(days, totals, coverage),
+        "retries_dlq": retry_dlq_figure(days, totals, coverage),
+        "breach": breach_figure(days, totals, coverage),
+    }

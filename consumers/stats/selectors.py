@@ -1,0 +1,91 @@
+"""What the statistics pages show, read from the per-day rows in the database and, for the
+health heat-map, the hourly Parquet the job wrote. Days without a row are gaps (None)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+import pyarrow.dataset as ds
+from django.conf import settings
+from django.db.models import Max, Sum
+
+from .models import ClusterDay, GroupDay, StatsRun
+
+LOW_COVERAGE = 0.9
+
+
+def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
+    return [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def group_days(cluster: str, group: str, first: dt.date, last: dt.date) -> dict[dt.date, GroupDay]:
+    rows = GroupDay.objects.filter(cluster=cluster, group=group, date__range=(first, last))
+    return {row.date: row for row in rows}
+
+
+def cluster_days(cluster: str, first: dt.date, last: dt.date) -> dict[dt.date, ClusterDay]:
+    return {row.date: row for row in ClusterDay.objects.filter(cluster=cluster, date__range=(first, last))}
+
+
+def cluster_totals(cluster: str, first: dt.date, last: dt.date) -> dict[dt.date, dict]:
+    """Per day, the sums over the cluster's groups (consumed, produced, retries, DLQ, breach)."""
+    rows = (
+        GroupDay.objects.filter(cluster=cluster, date__range=(first, last))
+        .values("date")
+        .annotate(
+            consumed=Sum("consumed"),
+            produced=Sum("produced"),
+            retries=Sum("retries"),
+            dlq_arrivals=Sum("dlq_arrivals"),
+            breach_minutes=Sum("breach_minutes"),
+        )
+    )
+    return {row["date"]: row for row in rows}
+
+
+def top_lists(cluster: str, first: dt.date, last: dt.date, limit: int = 10) -> dict[str, list[tuple[str, float]]]:
+    """Over the period: worst daily p95 lag seconds, total breach minutes, total DLQ arrivals."""
+    period = GroupDay.objects.filter(cluster=cluster, date__range=(first, last)).values("group")
+    lists = {
+        "lag_seconds_p95": period.annotate(value=Max("lag_seconds_p95")),
+        "breach_minutes": period.annotate(value=Sum("breach_minutes")),
+        "dlq_arrivals": period.annotate(value=Sum("dlq_arrivals")),
+    }
+    return {
+        name: [(row["group"], row["value"]) for row in rows.filter(value__gt=0).order_by("-value", "group")[:limit]]
+        for name, rows in lists.items()
+    }
+
+
+def health_cells(cluster: str, group: str, first: dt.date, last: dt.date) -> dict[tuple[dt.date, int], dict]:
+    """(day, hour) -> {state: minutes} from the job's group_health table."""
+    location = f"{settings.STATS_OUTPUT_URL.rstrip('/')}/group_health"
+    try:
+        dataset = ds.dataset(location, format="parquet", partitioning="hive")
+    except (FileNotFoundError, OSError):
+        return {}
+    field = ds.field
+    table = dataset.to_table(
+        columns=["date", "hour", "state", "minutes"],
+        filter=(field("cluster") == cluster)
+        & (field("date") >= first.isoformat())
+        & (field("date") <= last.isoformat())
+        & (field("group") == group),
+    )
+    cells: dict[tuple[dt.date, int], dict] = defaultdict(dict)
+    for row in table.to_pylist():
+        hour = row["hour"]
+        cells[(hour.date(), hour.hour)][row["state"]] = row["minutes"]
+    return cells
+
+
+def recent_runs(limit: int = 50) -> list[StatsRun]:
+    return list(StatsRun.objects.select_related("requested_by")[:limit])
+
+
+def coverage_gaps(days: list[dt.date], coverage: dict[dt.date, float | None]) -> tuple[list, list]:
+    """The days with no statistics at all, and those whose coverage is low."""
+    missing = [d for d in days if coverage.get(d) is None]
+    low = [d for d in days if coverage.get(d) is not None and coverage[d] < LOW_COVERAGE]
+    return missing, low

@@ -1,0 +1,121 @@
+"""Statistics pages: the cluster's Statistics page with its top lists, the charts (JSON for
+plotly.js) of a cluster and of a group, and the Jobs page with each run's log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from ..access import bad_request, cluster_or_404, console_action, console_page
+from ..models import Cluster
+from ..roles import REQUEST, perm
+from . import charts, selectors
+from .forms import PRESETS, PeriodForm, RunForm
+from .models import StatsRun
+from .runs import RunRefused, RunRequest, request_run
+from .tasks import run_statistics
+
+
+def _period(request):
+    form = PeriodForm(request.GET)
+    if not form.is_valid():
+        return form, None
+    first, last = form.period()
+    return form, (first, last, selectors.days_between(first, last))
+
+
+@console_page
+def overview(request):
+    clusters = list(Cluster.objects.all())
+    name = request.GET.get("cluster") or (clusters[0].name if clusters else None)
+    cluster = cluster_or_404(name) if name else None
+    form, period = _period(request)
+    if period is None:
+        return bad_request(request, f"Invalid period: {form.errors.as_text()}")
+    first, last, _ = period
+    context = {
+        "nav": "stats",
+        "clusters": clusters,
+        "cluster": cluster,
+        "form": form,
+        "first": first,
+        "last": last,
+        "query": request.GET.urlencode(),
+        "top_sections": _top_sections(selectors.top_lists(cluster.name, first, last)) if cluster else [],
+        "period_presets": PRESETS,
+        "period_hidden": [("cluster", cluster.name)] if cluster else [],
+        "nightly_at": settings.STATS_NIGHTLY_AT,
+        "runs": selectors.recent_runs(5),
+        "run_form": RunForm(initial={"first": last, "last": last, "cluster": name}),
+    }
+    return render(request, "stats/overview.html", context)
+
+
+def _top_sections(top: dict) -> list[tuple]:
+    titles = {
+        "lag_seconds_p95": ("Worst p95 lag", "seconds"),
+        "breach_minutes": ("Most SLO breach", "minutes"),
+        "dlq_arrivals": ("Most dead letters", "messages"),
+    }
+    return [(key, *titles[key], rows) for key, rows in top.items()]
+
+
+@console_page
+def cluster_charts(request, cluster: str):
+    cluster = cluster_or_404(cluster)
+    form, period = _period(request)
+    if period is None:
+        return JsonResponse({"error": form.errors.as_text()}, status=400)
+    first, last, days = period
+    figures = charts.cluster_figures(
+        days, selectors.cluster_days(cluster.name, first, last), selectors.cluster_totals(cluster.name, first, last)
+    )
+    return JsonResponse({"first": first, "last": last, "figures": figures})
+
+
+@console_page
+def group_charts(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    form, period = _period(request)
+    if period is None:
+        return JsonResponse({"error": form.errors.as_text()}, status=400)
+    first, last, days = period
+    rows = selectors.group_days(cluster.name, group, first, last)
+    slo = next((r.slo_seconds for r in sorted(rows.values(), key=lambda r: r.date, reverse=True)), None)
+    cells = selectors.health_cells(cluster.name, group, first, last)
+    figures = charts.group_figures(days, rows, cells, slo if slo is not None else settings.STATS_LAG_SLO_SECONDS)
+    return JsonResponse({"first": first, "last": last, "figures": figures})
+
+
+@console_page
+def jobs(request):
+    return render(request, "stats/jobs.html", {"nav": "stats", "runs": selectors.recent_runs(100)})
+
+
+@console_page
+def job_log(request, pk: int):
+    from .runs import log_text
+
+    run = get_object_or_404(StatsRun, pk=pk)
+    return HttpResponse(log_text(run) or "(no log yet)", content_type="text/plain; charset=utf-8")
+
+
+@console_action
+def start_run(request):
+    if not request.user.has_perm(perm(REQUEST)):
+        raise PermissionDenied("starting a statistics run needs the operator role")
+    form = RunForm(request.POST)
+    if not form.is_valid():
+        return bad_request(request, f"Invalid run: {form.errors.as_text()}")
+    data = form.cleaned_data
+    try:
+        run = request_run(RunRequest(data["first"], data["last"], data["cluster"] or None), trigger="page",
+                          user=request.user)  # fmt: skip
+    except RunRefused as exc:
+        return bad_request(request, f"Run refused: {exc}")
+    run_statistics.delay(run.pk)
+    flash.success(request, f"{run} queued.")
+    return redirect("consumers:stats-jobs")

@@ -1,0 +1,101 @@
+"""The Statistics page, the chart JSON of a cluster and of a group, the Jobs page: numbers
+from day rows written here by hand, gaps shown as gaps, bad periods refused, permissions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from consumers.models import Cluster
+from consumers.stats.models import ClusterDay, GroupDay, StatsRun
+from tests.conftest import PASSWORD
+
+TODAY = timezone.now().date()
+D1, D2, D3 = TODAY - dt.timedelta(days=2), TODAY - dt.timedelta(days=1), TODAY
+
+
+def day(group: str, date: dt.date, **values) -> GroupDay:
+    base = {"polls": 5760, "expected_polls": 5760, "coverage": 1.0, "consumed": 100, "produced": 120,
+            "retries": 3, "dlq_arrivals": 1, "resets": 0, "incidents": 0, "lag_p50": 5, "lag_p95": 9,
+            "lag_max": 12, "lag_seconds_p50": 1, "lag_seconds_p95": 4, "lag_seconds_max": 9,
+            "breach_minutes": 0, "slo_seconds": 60}  # fmt: skip
+    return GroupDay.objects.create(cluster="east", date=date, group=group, **{**base, **values})
+
+
+@pytest.fixture
+def stats(db):
+    Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    day("orders", D1, lag_seconds_p95=30, breach_minutes=15, dlq_arrivals=7)
+    # D2 has no row for orders: a gap
+    day("orders", D3, coverage=0.5, polls=2880, lag_seconds_p95=90, breach_minutes=45)
+    day("payments", D1, lag_seconds_p95=50, dlq_arrivals=0, consumed=None)
+    ClusterDay.objects.create(cluster="east", date=D1, polls=5760, expected_polls=5760, coverage=1.0, groups=2)
+    ClusterDay.objects.create(cluster="east", date=D3, polls=2880, expected_polls=5760, coverage=0.5, groups=1)
+
+
+def trace(figure: dict, name: str) -> list:
+    return next(t["y"] for t in figure["data"] if t["name"] == name)
+
+
+def test_group_charts_show_the_days_and_their_gaps(viewer_client, stats):
+    answer = viewer_client.get("/stats/east/orders/charts.json?days=7").json()
+    figures = answer["figures"]
+    seconds = figures["lag_seconds"]
+    assert trace(seconds, "p95")[-3:] == [30, None, 90]  # the missing day is a gap, not 0
+    assert "1 days with coverage under 90 %" in seconds["layout"]["title"]["text"]
+    assert "5 of 7 days have no statistics" in seconds["layout"]["title"]["text"]
+    assert trace(figures["breach"], "minutes above the lag SLO")[-3:] == [15, None, 45]
+    assert trace(figures["retries_dlq"], "DLQ arrivals")[-3:] == [7, None, 1]
+    assert figures["flows"]["points"] == 2
+    assert figures["health"]["points"] == 0  # no hourly Parquet in this test: every hour is a gap
+
+
+def test_custom_range_and_bad_periods(viewer_client, stats):
+    answer = viewer_client.get(f"/stats/east/orders/charts.json?since={D1}&until={D1}").json()
+    assert trace(answer["figures"]["lag_seconds"], "p95") == [30]
+    for query, why in [
+        (f"since={D3}&until={D1}", "before"),
+        (f"since={D1}", "both"),
+        ("days=12", "12"),
+        ("since=yesterday&until=today", "date"),
+    ]:
+        response = viewer_client.get(f"/stats/east/orders/charts.json?{query}")
+        assert response.status_code == 400 and why in response.json()["error"], query
+    assert viewer_client.get(f"/stats/?cluster=east&since={D3}&until={D1}").status_code == 400
+    assert viewer_client.get("/stats/nowhere/orders/charts.json").status_code == 404
+
+
+def test_cluster_page_top_lists_and_totals(viewer_client, stats):
+    html = viewer_client.get("/stats/?cluster=east&days=7").content.decode()
+    top = html.split('id="top-lag_seconds_p95"')[1].split("</section>")[0]
+    assert top.index("orders") < top.index("payments")  # 90 s against 50 s
+    breach = html.split('id="top-breach_minutes"')[1].split("</section>")[0]
+    assert "orders" in breach and "60.0" in breach and "payments" not in breach  # 15 + 45 minutes
+    figures = viewer_client.get("/stats/east/charts.json?days=7").json()["figures"]
+    assert trace(figures["flows"], "consumed")[-3:] == [100, None, 100]  # payments' unknown is not added as 0
+    assert trace(figures["coverage"], "polls recorded (%)")[-3:] == [100.0, None, 50.0]
+
+
+def test_jobs_page_shows_runs_with_their_error(viewer_client, stats):
+    StatsRun.objects.create(first=D1, last=D1, clusters=["east"], trigger="nightly", state="failed",
+                            master="local[*]", error_tail="<script>alert(1)</script> path does not exist")  # fmt: skip
+    html = viewer_client.get("/stats/jobs/").content.decode()
+    assert 'data-state="failed"' in html and "&lt;script&gt;alert(1)&lt;/script&gt; path does not exist" in html
+
+
+def test_only_operators_start_runs(client, personas, stats, monkeypatch):
+    queued = []
+    monkeypatch.setattr("consumers.stats.views.run_statistics.delay", queued.append)
+    form = {"first": D1.isoformat(), "last": D1.isoformat(), "cluster": "east"}
+    client.login(username="viewer", password=PASSWORD)
+    assert client.post("/stats/jobs/run/", form).status_code == 403
+    client.login(username="operator", password=PASSWORD)
+    assert client.post("/stats/jobs/run/", {**form, "last": "2001-01-01"}).status_code == 400
+    assert client.post("/stats/jobs/run/", {**form, "cluster": "nowhere"}).status_code == 400
+    assert not StatsRun.objects.exists() and not queued
+    response = client.post("/stats/jobs/run/", form)
+    assert response.status_code == 302 and queued == [StatsRun.objects.get().pk]
+    refused = client.post("/stats/jobs/run/", form)  # the first still holds the day
+    assert refused.status_code == 400 and b"already computing" in refused.content
