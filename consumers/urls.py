@@ -8,6 +8,7 @@ from .dlq import api as dlq_api
 from .dlq import views as dlq
 from .live import api as live_api
 from .live import views as live
+from .reports import views as reports
 from .resets import views as resets
 from .stats import views as stats
 
@@ -40,6 +41,11 @@ urlpatterns = [
     path("stats/jobs/<int:pk>/log/", stats.job_log, name="stats-job-log"),
     path("stats/<slug:cluster>/charts.json", stats.cluster_charts, name="stats-cluster-charts"),
     path("stats/<slug:cluster>/<str:group>/charts.json", stats.group_charts, name="stats-group-charts"),
+    path("reports/", reports.index, name="reports"),
+    path("reports/new/", reports.create, name="report-create"),
+    path("reports/now.<str:fmt>", reports.report_now, name="report-now"),
+    path("reports/<int:pk>/row/", reports.report_row, name="report-row"),
+    path("reports/<int:pk>/download.<str:fmt>", reports.download, name="report-download"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),

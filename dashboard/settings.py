@@ -257,6 +257,26 @@ CELERY_BEAT_SCHEDULE["nightly-statistics"] = {
     "schedule": crontab(hour=_nightly_hour, minute=_nightly_minute),
 }
 
+# Lag reports (consumers/reports/)
+STATS_RETENTION_DAYS = env_int("STATS_RETENTION_DAYS", 400)  # reports refuse older ranges
+REPORT_DIR = Path(env_str("REPORT_DIR", str(VAR_DIR / "reports")))
+REPORT_RETENTION_DAYS = env_int("REPORT_RETENTION_DAYS", 30)
+REPORT_CHROMIUM = env_str("REPORT_CHROMIUM", "/usr/bin/chromium")  # prints the PDFs
+REPORT_PDF_TIMEOUT = env_int("REPORT_PDF_TIMEOUT", 300)
+REPORT_PDF_GROUP_TABLES = env_int("REPORT_PDF_GROUP_TABLES", 25)  # per-group tables in a PDF (worst first)
+REPORT_EMAIL_TO = env_list("REPORT_EMAIL_TO", [])  # weekly reports are mailed here when set
+REPORT_WEEKLY_AT = env_str("REPORT_WEEKLY_AT", "mon 02:00")  # UTC, for the seven days before
+try:
+    _weekly_day, _weekly_time = REPORT_WEEKLY_AT.split()
+    _weekly_hour, _weekly_minute = (int(part) for part in _weekly_time.split(":"))
+except ValueError:
+    raise ImproperlyConfigured(f"REPORT_WEEKLY_AT={REPORT_WEEKLY_AT!r}: expected 'mon 02:00' (UTC)") from None
+CELERY_BEAT_SCHEDULE["weekly-reports"] = {
+    "task": "consumers.reports.tasks.weekly_reports",
+    "schedule": crontab(day_of_week=_weekly_day, hour=_weekly_hour, minute=_weekly_minute),
+}
+CELERY_BEAT_SCHEDULE["expire-reports"] = {"task": "consumers.reports.tasks.expire_reports", "schedule": 3600.0}
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)

@@ -36,6 +36,8 @@ django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup)
 
+STATISTICS_AFTER_SECONDS = 90  # about six polls of history first
+
 
 def state_file() -> Path:
     return Path(settings.VAR_DIR) / "demo" / "demo.json"
@@ -60,6 +62,8 @@ class Demo:
         self.redis = None
         self.harness: Harness | None = None
         self._stopping = False
+        self.statistics: ManagedProcess | None = None  # the one statistics run at start-up
+        self.started_at = time.monotonic()
 
     def start(self) -> dict[str, str]:
         from django.core.management import call_command
@@ -99,7 +103,24 @@ class Demo:
         )
         web.wait_until(lambda: _answers(f"http://127.0.0.1:{self.http_port}/login/"), 90, "the login page answers")
         self._write_state()
+        self.started_at = time.monotonic()
         return users
+
+    def _statistics_once(self) -> None:
+        """A statistics run over the demo's first polls (today, so far), so the Statistics page
+        has something to draw; the nightly run takes over from there."""
+        if self.statistics is None and time.monotonic() - self.started_at > STATISTICS_AFTER_SECONDS:
+            self.log("Computing today's statistics so far with spark-submit (once; nightly after that) ...")
+            self.statistics = ManagedProcess(
+                "statistics",
+                [sys.executable, "manage.py", "spark_stats", "--date", time.strftime("%Y-%m-%d", time.gmtime())],
+                log_path=self.base / "statistics.log",
+                cwd=PROJECT_ROOT,
+            )
+        elif self.statistics is not None and self.statistics.popen.returncode is None and not self.statistics.alive():
+            ok = self.statistics.popen.returncode == 0
+            self.log("Statistics ready: see Statistics in the console." if ok else
+                     f"The statistics run failed; see {self.statistics.log_path}")  # fmt: skip
 
     def _spawn(self, name: str, args: list[str], environment: dict) -> ManagedProcess:
         process = ManagedProcess(name, args, log_path=self.base / f"{name}.log", cwd=PROJECT_ROOT, env=environment)
@@ -142,6 +163,8 @@ class Demo:
             found += self.rocketmq.processes()
         if self.redis:
             found.append(self.redis.process)
+        if self.statistics:
+            found.append(self.statistics)
         return found
 
     def run_until_stopped(self) -> None:
@@ -153,6 +176,7 @@ class Demo:
         down: set[str] = set()
         interactive = sys.stdin.isatty()
         while not self._stopping:
+            self._statistics_once()
             for process in self.processes:
                 if not process.alive():
                     self.log(f"{process.name} exited ({process.popen.returncode}); see {process.log_path}")

@@ -4,17 +4,12 @@ unchanged on a real Spark cluster (`--master spark://...`)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-import pyspark
+from consumers.stats.session import spark_environment
 
 from .processes import ManagedProcess, free_port
-
-
-def spark_home() -> Path:
-    return Path(pyspark.__file__).parent
 
 
 def spark_class() -> str:
@@ -26,14 +21,8 @@ class LocalSparkCluster:
         self.port = free_port()
         master_ui, worker_ui, worker_port = free_port(), free_port(), free_port()
         base_dir.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_LOG_DIR": str(base_dir / "logs"),
-            "SPARK_WORKER_DIR": str(base_dir / "work"),
-            "PYSPARK_PYTHON": sys.executable,
-        }
+        env = spark_environment()
+        env.update(SPARK_LOG_DIR=str(base_dir / "logs"), SPARK_WORKER_DIR=str(base_dir / "work"))
         self.master = ManagedProcess(
             "spark-master",
             [spark_class(), "org.apache.spark.deploy.master.Master",

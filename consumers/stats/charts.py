@@ -28,7 +28,7 @@ STATE_COLOURS = {
 }
 
 
-def _dates(days: list[dt.date]) -> list[str]:
+def _dates(days: list) -> list[str]:
     return [d.isoformat() for d in days]
 
 
@@ -55,15 +55,22 @@ def _layout(figure: go.Figure, title: str, notes: list[str], *, y_title: str, y2
 
 def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -> list[str]:
     missing, low = coverage_gaps(days, coverage)
-    for day in low:
-        start = dt.datetime.combine(day, dt.time())
-        figure.add_vrect(x0=start, x1=start + dt.timedelta(days=1), fillcolor="#bdbdbd", opacity=0.25, line_width=0)
+    for period in low:
+        # daily charts have dates, hourly ones (the reports') datetimes
+        hourly = isinstance(period, dt.datetime)
+        start = period if hourly else dt.datetime.combine(period, dt.time())
+        end = start + (dt.timedelta(hours=1) if hourly else dt.timedelta(days=1))
+        figure.add_vrect(x0=start, x1=end, fillcolor="#bdbdbd", opacity=0.25, line_width=0)
     notes = []
     if missing:
-        notes.append(f"{len(missing)} of {len(days)} days have no statistics")
+        notes.append(f"{len(missing)} of {len(days)} {_unit(days)} have no statistics")
     if low:
-        notes.append(f"{len(low)} days with coverage under 90 % (shaded)")
+        notes.append(f"{len(low)} {_unit(days)} with coverage under 90 % (shaded)")
     return notes
+
+
+def _unit(periods: list) -> str:
+    return "hours" if periods and isinstance(periods[0], dt.datetime) else "days"
 
 
 def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:

@@ -99,11 +99,16 @@ def run(spark: SparkSession, params: dict) -> dict:
     queues = read_history(spark, params["history"], "queue_offsets", names, first, last)
     groups = read_history(spark, params["history"], "group_stats", names, first, last)
     started = time.monotonic()
+    input_rows = {"queue_offsets": queues.count(), "group_stats": groups.count()}  # Parquet footers: cheap
+    # Enough shuffle partitions for about a million rows each: Spark's fixed 200 costs more in
+    # task overhead than a small cluster's whole day takes to compute.
+    parallelism = spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.shuffle.partitions", max(parallelism, -(-input_rows["queue_offsets"] // 1_000_000)))
     tables = transforms.statistics(queues, groups, clusters, slo, first=first, last=last, as_of=as_of)
     for name, frame in tables.items():
         write_table(frame, params["output"], name)
     summary = {
-        "input_rows": {"queue_offsets": queues.count(), "group_stats": groups.count()},
+        "input_rows": input_rows,
         "output_rows": {},
         "seconds": round(time.monotonic() - started, 3),
     }

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from django.utils import timezone
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
 from .models import ClusterDay, GroupDay, RunDay, StatsRun
+from .session import spark_environment
 
 JOB_FILE = Path(__file__).with_name("job.py")
 ERROR_TAIL_LINES = 40
@@ -126,7 +125,7 @@ def execute_run(run_id: int) -> StatsRun:
                 spark_command(params_path, summary_path),
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=_child_environment(),
+                env=spark_environment(),
                 cwd=settings.BASE_DIR,
                 timeout=settings.STATS_RUN_TIME_LIMIT,
                 check=False,
@@ -195,11 +194,3 @@ def _tail(path: Path) -> str:
     errors = [i for i, line in enumerate(lines) if "Error" in line or "Traceback" in line]
     start = max(0, errors[0] - 2) if errors else len(lines) - ERROR_TAIL_LINES
     return "\n".join(lines[max(start, len(lines) - 4 * ERROR_TAIL_LINES) :][: 2 * ERROR_TAIL_LINES])
-
-
-def _child_environment() -> dict:
-    env = dict(os.environ)
-    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(settings.BASE_DIR), env.get("PYTHONPATH")]))
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return env

@@ -273,7 +273,9 @@ def statistics(
     before (the look-back); `clusters` is cluster, interval_seconds, slo_seconds (the default
     SLO) and `slo` the per-group overrides (cluster, group, slo_seconds)."""
     start, end = period_bounds(first, last)
-    queues = deduplicated(queue_offsets, ("cluster", "group", "topic", "broker", "queue_id"))
+    # one shuffle serves the per-queue window and the per-topic sums after it: a hash
+    # partitioning on (cluster, group, topic) also clusters every finer key
+    queues = deduplicated(queue_offsets.repartition("cluster", "group", "topic"), QUEUE_KEY)
     groups = deduplicated(group_stats, ("cluster", "group"))
     slo_by_group = (
         groups.select("cluster", "group")

@@ -90,3 +90,28 @@ def plan_rows(rows: list[dict]):
 def lookup_status(status: dict, row: dict) -> list:
     """The redrive records of one DLQ row, from a {"broker#queue:offset": [records]} map."""
     return status.get(f"{row['broker']}#{row['queue_id']}:{row['offset']}", [])
+
+
+@register.filter
+def percent(value) -> str:
+    return "" if value is None else f"{value:.1%}"
+
+
+@register.simple_tag
+def report_cell(value, columns, index: int):
+    """One cell of a report table: numbers right-aligned and formatted by the column's kind,
+    unknown values marked as unknown (never 0)."""
+    kind = columns[index][2]
+    if value is None:
+        return format_html('<td class="unknown{}">unknown</td>', "" if kind == "text" else " num")
+    if kind == "int":
+        text = f"{value:,.0f}"
+    elif kind == "float":
+        text = f"{value:,.1f}"
+    elif kind == "percent":
+        text = f"{value:.1%}"
+    elif kind == "period" and hasattr(value, "hour") and hasattr(value, "tzinfo"):
+        text = value.strftime("%Y-%m-%d %H:%M")
+    else:
+        return format_html("<td>{}</td>", value)
+    return format_html('<td class="num">{}</td>', text)

@@ -1,0 +1,30 @@
+"""A report as CSV: the per-period rows (gaps included, empty cells for unknown), UTC times in
+ISO 8601, and the source in every row so the file stands on its own."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from pathlib import Path
+
+from .content import DETAIL_COLUMNS, ReportContent
+
+
+def cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)
+
+
+def write_csv(content: ReportContent, path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([header for _, header, _ in DETAIL_COLUMNS] + ["source"])
+        for row in content.detail:
+            writer.writerow([cell(row.get(key)) for key, _, _ in DETAIL_COLUMNS] + [content.source])

@@ -1,0 +1,55 @@
+"""Saved lag reports: what was asked, how far the building got, and the files it produced.
+
+A report's numbers come from the nightly statistics (GroupDay rows for daily reports, the
+job's group_hourly Parquet for hourly ones); "report now" is built from the live snapshot and
+streamed, never saved. Files live under REPORT_DIR/<id>/ and are deleted with the row when the
+report expires (REPORT_RETENTION_DAYS).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Report(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        READY = "ready"
+        FAILED = "failed"
+
+    class Granularity(models.TextChoices):
+        DAILY = "daily"
+        HOURLY = "hourly"
+
+    FORMATS = ("csv", "xlsx", "pdf")
+
+    title = models.CharField(max_length=200)
+    clusters = models.JSONField(default=list)
+    group_filter = models.CharField(max_length=255, blank=True, help_text="groups whose name contains this")
+    first = models.DateField()
+    last = models.DateField()
+    granularity = models.CharField(max_length=8, choices=Granularity.choices, default=Granularity.DAILY)
+    formats = models.JSONField(default=list)
+    trigger = models.CharField(max_length=16, default="page")  # page, scheduled
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    progress = models.PositiveSmallIntegerField(default=0)  # percent
+    stage = models.CharField(max_length=200, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    files = models.JSONField(default=dict)  # format -> file name under REPORT_DIR/<id>/
+    groups = models.PositiveIntegerField(null=True, blank=True)
+    rows = models.PositiveIntegerField(null=True, blank=True)
+    coverage = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"report #{self.pk}: {self.title}"

@@ -1,0 +1,110 @@
+"""A report as PDF: an HTML page (title, parameters, summary table, the console's own plotly
+figures, per-group tables) printed by the Debian chromium in headless mode. The charts are
+drawn by the same plotly.js the pages use, from the same figure functions (stats/charts.py),
+so a chart in the PDF is the chart on the screen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import plotly
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from ..stats import charts
+from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--no-pdf-header-footer",
+]  # fmt: skip
+
+
+class PdfError(RuntimeError):
+    pass
+
+
+def _totals(content: ReportContent) -> dict:
+    """Per period, the sums over the report's groups (None where no group had a value)."""
+    totals: dict = {p: {} for p in content.periods}
+    for row in content.detail:
+        for key in ("consumed", "produced", "retries", "dlq_arrivals", "breach_minutes"):
+            if row.get(key) is not None:
+                totals[row["period"]][key] = totals[row["period"]].get(key, 0) + row[key]
+    return {p: values for p, values in totals.items() if values}
+
+
+def worst_groups(content: ReportContent, limit: int) -> list[dict]:
+    def badness(row):
+        return (row.get("breach_minutes") or 0, row.get("lag_seconds_p95") or 0)
+
+    return sorted(content.summary, key=badness, reverse=True)[:limit]
+
+
+def figures(content: ReportContent, worst: list[dict]) -> list[dict]:
+    periods, totals = content.periods, _totals(content)
+    drawn = [
+        charts.flow_figure(periods, totals),
+        charts.breach_figure(periods, totals),
+        charts.retry_dlq_figure(periods, totals),
+    ]
+    by_group: dict = {}
+    for row in content.detail:
+        by_group.setdefault((row["cluster"], row["group"]), {})[row["period"]] = row
+    for group in worst[:5]:
+        found = by_group[(group["cluster"], group["group"])]
+        rows = {p: r for p, r in found.items() if r.get("status") != "no statistics"}
+        slo = next((r.get("slo_seconds") for r in rows.values() if r.get("slo_seconds") is not None), None)
+        figure = charts.lag_figure(periods, rows, seconds=True, slo=slo)
+        figure["layout"]["title"]["text"] = f"{group['group']}: " + figure["layout"]["title"]["text"]
+        drawn.append(figure)
+    return [{"data": f["data"], "layout": {**f["layout"], "width": 1000}} for f in drawn if f.get("points")]
+
+
+def render_html(content: ReportContent, title: str) -> str:
+    worst = worst_groups(content, settings.REPORT_PDF_GROUP_TABLES)
+    worst_keys = {(g["cluster"], g["group"]) for g in worst}
+    tables: dict = {}
+    for row in content.detail:
+        if (row["cluster"], row["group"]) in worst_keys:
+            tables.setdefault((row["cluster"], row["group"]), []).append(row)
+    return render_to_string(
+        "reports/pdf.html",
+        {
+            "title": title,
+            "content": content,
+            "plotly_js": PLOTLY_JS.as_uri(),
+            "figures_json": json.dumps(figures(content, worst)),
+            "summary_columns": SUMMARY_COLUMNS,
+            "detail_columns": DETAIL_COLUMNS[2:],
+            "summary": [[row.get(k) for k, _, _ in SUMMARY_COLUMNS] for row in content.summary],
+            "group_tables": [
+                (cluster, group, [[r.get(k) for k, _, _ in DETAIL_COLUMNS[2:]] for r in rows])
+                for (cluster, group), rows in tables.items()
+            ],
+            "tables_limited": len(content.summary) > len(worst),
+            "table_limit": settings.REPORT_PDF_GROUP_TABLES,
+        },
+    )
+
+
+def write_pdf(content: ReportContent, path: Path, *, title: str) -> None:
+    html = path.with_suffix(".html")
+    html.write_text(render_html(content, title), encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="report-chromium-") as profile:
+        command = [settings.REPORT_CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                   f"--print-to-pdf={path}", "--virtual-time-budget=30000", html.as_uri()]  # fmt: skip
+        try:
+            finished = subprocess.run(command, capture_output=True, timeout=settings.REPORT_PDF_TIMEOUT, check=False)
+        except FileNotFoundError:
+            raise PdfError(f"{settings.REPORT_CHROMIUM} not found: install chromium or set REPORT_CHROMIUM") from None
+        except subprocess.TimeoutExpired:
+            raise PdfError(f"chromium did not finish the PDF within {settings.REPORT_PDF_TIMEOUT} s") from None
+    html.unlink(missing_ok=True)
+    if finished.returncode != 0 or not path.exists() or path.stat().st_size == 0:
+        tail = finished.stderr.decode(errors="replace")[-2000:]
+        raise PdfError(f"chromium could not print the PDF (exit {finished.returncode}): {tail}")

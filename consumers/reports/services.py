@@ -1,0 +1,196 @@
+"""Lag reports: validate and save a request, build its files (with progress), serve downloads
+(audited), expire old ones, and the weekly scheduled report per cluster.
+
+Nothing is created for a bad request: `check_spec` raises ReportRefused with the reason
+before any row exists. A build moves the report from queued to running with a conditional
+UPDATE, so a task delivered twice builds once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.utils import timezone
+
+from ..changes import audit
+from ..models import Cluster
+from ..stats.models import GroupDay
+from .content import ReportSpec, build_content
+from .csvfile import write_csv
+from .models import Report
+from .pdf import write_pdf
+from .xlsx import write_xlsx
+
+log = logging.getLogger(__name__)
+HOURLY_MAX_DAYS = 31
+WRITERS = {"csv": write_csv, "xlsx": write_xlsx}
+# progress (percent) reached when each format is written, in the order they are built
+FORMAT_ORDER = ("csv", "xlsx", "pdf")
+
+
+class ReportRefused(Exception):
+    """A report that cannot be made; the message says why."""
+
+
+def check_spec(spec: ReportSpec) -> None:
+    today = timezone.now().date()
+    if not spec.clusters:
+        raise ReportRefused("choose at least one cluster")
+    known = set(Cluster.objects.filter(name__in=spec.clusters).values_list("name", flat=True))
+    unknown = sorted(set(spec.clusters) - known)
+    if unknown:
+        raise ReportRefused(f"unknown cluster {', '.join(unknown)}")
+    if spec.last < spec.first:
+        raise ReportRefused(f"the range ends ({spec.last}) before it starts ({spec.first})")
+    if spec.first > today:
+        raise ReportRefused(f"{spec.first} is in the future")
+    oldest = today - dt.timedelta(days=settings.STATS_RETENTION_DAYS)
+    if spec.first < oldest:
+        raise ReportRefused(
+            f"{spec.first} is past the statistics retention ({settings.STATS_RETENTION_DAYS} days: from {oldest})"
+        )
+    if spec.granularity == "hourly" and (spec.last - spec.first).days >= HOURLY_MAX_DAYS:
+        raise ReportRefused(f"hourly reports cover at most {HOURLY_MAX_DAYS} days; ask for a daily one")
+    rows = GroupDay.objects.filter(cluster__in=spec.clusters, date__range=(spec.first, spec.last))
+    if spec.group_filter:
+        rows = rows.filter(group__icontains=spec.group_filter)
+    if not rows.exists():
+        raise ReportRefused(
+            "the range is empty: no statistics for these clusters and groups between "
+            f"{spec.first} and {spec.last} (the nightly job computes each day after it ends)"
+        )
+
+
+def title_of(spec: ReportSpec) -> str:
+    days = spec.first.isoformat() if spec.first == spec.last else f"{spec.first} to {spec.last}"
+    groups = f", groups containing '{spec.group_filter}'" if spec.group_filter else ""
+    return f"Lag report {', '.join(spec.clusters)}{groups}, {days} ({spec.granularity}, UTC)"
+
+
+def request_report(spec: ReportSpec, formats: list[str], *, user=None, trigger: str = "page") -> Report:
+    check_spec(spec)
+    wanted = [f for f in FORMAT_ORDER if f in formats]
+    if not wanted:
+        raise ReportRefused(f"choose at least one format of {', '.join(FORMAT_ORDER)}")
+    return Report.objects.create(
+        title=title_of(spec),
+        clusters=list(spec.clusters),
+        group_filter=spec.group_filter,
+        first=spec.first,
+        last=spec.last,
+        granularity=spec.granularity,
+        formats=wanted,
+        trigger=trigger,
+        created_by=user,
+        expires_at=timezone.now() + dt.timedelta(days=settings.REPORT_RETENTION_DAYS),
+    )
+
+
+def spec_of(report: Report) -> ReportSpec:
+    return ReportSpec(tuple(report.clusters), report.first, report.last, report.granularity, report.group_filter)
+
+
+def report_dir(report: Report) -> Path:
+    return Path(settings.REPORT_DIR) / str(report.pk)
+
+
+def file_name(report: Report, fmt: str) -> str:
+    clusters = "-".join(report.clusters)
+    groups = f"-{report.group_filter}" if report.group_filter else ""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{clusters}{groups}")
+    return f"lag-report-{safe}-{report.first}-{report.last}-{report.granularity}-UTC.{fmt}"
+
+
+def build_report(report_id: int) -> Report:
+    claimed = Report.objects.filter(pk=report_id, state=Report.State.QUEUED).update(state=Report.State.RUNNING)
+    report = Report.objects.get(pk=report_id)
+    if not claimed:
+        return report
+    directory = report_dir(report)
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def progress(percent: int, stage: str) -> None:
+        Report.objects.filter(pk=report.pk).update(progress=percent, stage=stage)
+
+    try:
+        content = build_content(spec_of(report), progress)
+        files = {}
+        step = 70 // len(report.formats)
+        for index, fmt in enumerate(report.formats):
+            progress(30 + index * step, f"writing {fmt.upper()}")
+            name = file_name(report, fmt)
+            if fmt == "pdf":
+                write_pdf(content, directory / name, title=report.title)
+            else:
+                WRITERS[fmt](content, directory / name)
+            files[fmt] = name
+        report.files = files
+        report.groups = len(content.summary)
+        report.rows = len(content.detail)
+        shares = [share for share in content.coverage.values() if share is not None]
+        report.coverage = min(shares) if shares else None
+        report.state, report.progress, report.stage = Report.State.READY, 100, "ready"
+    except Exception as exc:  # recorded on the report, which must never stay "running"
+        log.exception("report %s failed", report.pk)
+        report.state, report.error, report.stage = Report.State.FAILED, f"{type(exc).__name__}: {exc}", "failed"
+    report.finished_at = timezone.now()
+    report.save()
+    return report
+
+
+def download_path(report: Report, fmt: str, *, username: str, remote_addr: str = "") -> Path:
+    """The file to send, after recording the download in the audit log."""
+    name = report.files.get(fmt)
+    if report.state != Report.State.READY or not name:
+        raise ReportRefused(f"{report} has no {fmt.upper()} file")
+    path = report_dir(report) / name
+    if not path.exists():
+        raise ReportRefused(f"{report}'s {fmt.upper()} file is gone (expired or deleted)")
+    audit.record("report-download", username=username, remote_addr=remote_addr, cluster=",".join(report.clusters),
+                 details={"report": report.pk, "format": fmt, "title": report.title})  # fmt: skip
+    return path
+
+
+def expire_reports(now: dt.datetime | None = None) -> int:
+    expired = list(Report.objects.filter(expires_at__lt=now or timezone.now()))
+    for report in expired:
+        shutil.rmtree(report_dir(report), ignore_errors=True)
+        report.delete()
+    return len(expired)
+
+
+def weekly_reports(today: dt.date | None = None) -> list[Report]:
+    """Last week (the seven days before today, UTC) for every cluster, all formats; e-mailed
+    to REPORT_EMAIL_TO when set. A cluster without statistics for the week is logged, skipped."""
+    today = today or timezone.now().date()
+    first, last = today - dt.timedelta(days=7), today - dt.timedelta(days=1)
+    made = []
+    for cluster in Cluster.objects.order_by("name").values_list("name", flat=True):
+        spec = ReportSpec((cluster,), first, last)
+        try:
+            report = request_report(spec, list(FORMAT_ORDER), trigger="scheduled")
+        except ReportRefused as exc:
+            log.warning("weekly report for %s not made: %s", cluster, exc)
+            audit.record("report-scheduled", username="scheduler", cluster=cluster, details={"refused": str(exc)})
+            continue
+        report = build_report(report.pk)
+        audit.record("report-scheduled", username="scheduler", cluster=cluster,
+                     details={"report": report.pk, "state": report.state, "title": report.title})  # fmt: skip
+        if report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
+            _mail(report)
+        made.append(report)
+    return made
+
+
+def _mail(report: Report) -> None:
+    message = EmailMessage(subject=report.title, body=f"{report.title}\n\nAttached: PDF and XLSX.",
+                           to=settings.REPORT_EMAIL_TO)  # fmt: skip
+    for fmt in ("pdf", "xlsx"):
+        if fmt in report.files:
+            message.attach_file(str(report_dir(report) / report.files[fmt]))
+    message.send(fail_silently=False)

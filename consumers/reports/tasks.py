@@ -1,0 +1,26 @@
+"""Celery tasks of the lag reports: thin wrappers over services.py."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(ignore_result=True, acks_late=True, soft_time_limit=900, time_limit=960)
+def build_report(report_id: int) -> str:
+    from .services import build_report as build
+
+    return build(report_id).state
+
+
+@shared_task(ignore_result=True)
+def weekly_reports() -> int:
+    from .services import weekly_reports as make
+
+    return len(make())
+
+
+@shared_task(ignore_result=True)
+def expire_reports() -> int:
+    from .services import expire_reports as expire
+
+    return expire()

@@ -1,0 +1,92 @@
+"""Report pages: the form and the saved reports (with live progress), downloads (audited),
+and "report now" from the live snapshot. Every role may make and download lag reports: they
+carry no message bodies, keys or client addresses."""
+
+from __future__ import annotations
+
+from django.contrib import messages as flash
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+
+from ..access import bad_request, console_action, console_page, remote_addr
+from ..changes import audit
+from ..models import Cluster
+from ..redis_client import get_redis
+from . import live, services
+from .forms import LiveReportForm, ReportForm
+from .models import Report
+from .tasks import build_report
+
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "pdf": "application/pdf",
+}
+
+
+def _names() -> list[str]:
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+
+
+@console_page
+def index(request):
+    form = ReportForm(cluster_names=_names(), initial={"clusters": _names()[:1]})
+    reports = Report.objects.select_related("created_by")[:100]
+    return render(request, "reports/index.html", {"nav": "reports", "form": form, "reports": reports})
+
+
+@console_action
+def create(request):
+    form = ReportForm(request.POST, cluster_names=_names())
+    if not form.is_valid():
+        return bad_request(request, f"Invalid report: {form.errors.as_text()}")
+    try:
+        report = services.request_report(form.spec(), form.cleaned_data["formats"], user=request.user)
+    except services.ReportRefused as exc:
+        return bad_request(request, f"Report refused: {exc}")
+    build_report.delay(report.pk)
+    flash.success(request, f"{report} is being built.")
+    return redirect("consumers:reports")
+
+
+@console_page
+def report_row(request, pk: int):
+    """The report's row (state, progress bar, downloads): htmx polls it while it builds."""
+    report = get_object_or_404(Report, pk=pk)
+    return render(request, "reports/_row.html", {"report": report})
+
+
+@console_page
+def download(request, pk: int, fmt: str):
+    report = get_object_or_404(Report, pk=pk)
+    if fmt not in CONTENT_TYPES:
+        raise Http404(f"no format {fmt!r}")
+    try:
+        path = services.download_path(report, fmt, username=request.user.username, remote_addr=remote_addr(request))
+    except services.ReportRefused as exc:
+        raise Http404(str(exc)) from None
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=path.name, content_type=CONTENT_TYPES[fmt])
+
+
+@console_page
+def report_now(request, fmt: str):
+    form = LiveReportForm(request.GET)
+    if fmt not in ("csv", "xlsx") or not form.is_valid():
+        return bad_request(request, "Report now comes as .csv or .xlsx, with optional cluster and group_filter")
+    clusters = list(Cluster.objects.order_by("name"))
+    if form.cleaned_data["cluster"]:
+        clusters = [c for c in clusters if c.name == form.cleaned_data["cluster"]]
+        if not clusters:
+            return bad_request(request, f"Unknown cluster {form.cleaned_data['cluster']!r}")
+    rows = live.live_rows(get_redis(), clusters, form.cleaned_data["group_filter"])
+    audit.record("report-download", username=request.user.username, remote_addr=remote_addr(request),
+                 cluster=",".join(c.name for c in clusters),
+                 details={"report": "now", "format": fmt, "rows": len(rows)})  # fmt: skip
+    name = f"lag-now-{'-'.join(c.name for c in clusters) or 'none'}-{timezone.now():%Y%m%dT%H%M%SZ}.{fmt}"
+    if fmt == "csv":
+        response = StreamingHttpResponse(live.live_csv_lines(rows), content_type=CONTENT_TYPES["csv"])
+    else:
+        response = HttpResponse(live.live_xlsx(rows), content_type=CONTENT_TYPES["xlsx"])
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

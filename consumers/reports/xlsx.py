@@ -1,0 +1,90 @@
+"""A report as XLSX (openpyxl, write-only: rows stream to the file): an About sheet with the
+parameters, source, time zone and coverage; a Summary sheet; a Daily or Hourly sheet. Cells are
+typed (dates, integers, decimals, percentages) with number formats, headers are frozen and
+filterable, unknown values are empty cells."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+
+from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
+
+NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@"}
+WIDTHS = {"text": 28, "period": 18, "percent": 10, "int": 13, "float": 13}
+BOLD = Font(bold=True)
+
+
+def write_xlsx(content: ReportContent, path: Path) -> None:
+    book = Workbook(write_only=True)
+    _about(book, content)
+    _table(book, "Summary", SUMMARY_COLUMNS, content.summary, hourly=False)
+    name = "Daily" if content.spec.granularity == "daily" else "Hourly"
+    _table(book, name, DETAIL_COLUMNS, content.detail, hourly=content.spec.granularity == "hourly")
+    book.save(path)
+
+
+def _about(book: Workbook, content: ReportContent) -> None:
+    sheet = book.create_sheet("About")
+    sheet.column_dimensions["A"].width = 22
+    sheet.column_dimensions["B"].width = 90
+    spec = content.spec
+    rows = [
+        ("Lag report", ""),
+        ("clusters", ", ".join(spec.clusters)),
+        ("groups", f"containing '{spec.group_filter}'" if spec.group_filter else "all"),
+        ("from", spec.first),
+        ("to", spec.last),
+        ("granularity", spec.granularity),
+        ("source", content.source),
+        ("time zone", content.time_zone),
+        ("generated", content.generated_at.astimezone(dt.UTC).replace(tzinfo=None)),
+    ]
+    rows += [(f"coverage {cluster}", share) for cluster, share in content.coverage.items()]
+    rows += [("note", note) for note in content.notes]
+    for label, value in rows:
+        value_cell = WriteOnlyCell(sheet, value="unknown (no statistics)" if value is None else value)
+        if isinstance(value, dt.datetime):
+            value_cell.number_format = "yyyy-mm-dd hh:mm:ss"
+        elif isinstance(value, dt.date):
+            value_cell.number_format = "yyyy-mm-dd"
+        elif isinstance(value, float):
+            value_cell.number_format = "0.0%"
+        label_cell = WriteOnlyCell(sheet, value=label)
+        label_cell.font = BOLD
+        sheet.append([label_cell, value_cell])
+
+
+def _table(book: Workbook, title: str, columns, rows: list[dict], *, hourly: bool) -> None:
+    sheet = book.create_sheet(title)
+    sheet.freeze_panes = "C2"  # the header row and the cluster and group columns stay in view
+    for index, (_, _, kind) in enumerate(columns, start=1):
+        sheet.column_dimensions[get_column_letter(index)].width = WIDTHS[kind]
+    sheet.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{len(rows) + 1}"
+    header = []
+    for _, label, _ in columns:
+        cell = WriteOnlyCell(sheet, value=label)
+        cell.font = BOLD
+        header.append(cell)
+    sheet.append(header)
+    formats = [NUMBER_FORMATS[kind] for _, _, kind in columns]
+    if hourly:
+        kinds = [kind for _, _, kind in columns]
+        formats = ["yyyy-mm-dd hh:mm" if kind == "period" else f for kind, f in zip(kinds, formats, strict=True)]
+    keys = [key for key, _, _ in columns]
+    for row in rows:
+        cells = []
+        for key, number_format in zip(keys, formats, strict=True):
+            value = row.get(key)
+            if isinstance(value, dt.datetime):
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)  # Excel has no time zones: UTC, says About
+            cell = WriteOnlyCell(sheet, value=value)
+            if value is not None:
+                cell.number_format = number_format
+            cells.append(cell)
+        sheet.append(cells)

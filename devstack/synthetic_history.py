@@ -1,0 +1,118 @@
+"""Synthetic poll history in the history's schema and layout (consumers/live/history.py), for
+the statistics benchmark and the statistics screenshots: many groups over whole days,
+written with pyarrow and numpy in seconds instead of days of polling.
+
+Each queue gains 0..19 messages per poll and its consumer up to 21, so lag wanders around a
+few dozen messages; in `slow_hours` consumers take at most 12, so lag and lag seconds build up
+(a visible SLO breach in the afternoon) and the health says FALLING_BEHIND. Hours in
+`missing_hours` have no poll at all (a gap the charts must show as a gap).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from consumers.live.history import GROUP_STATS, QUEUE_OFFSETS
+
+POLLS_PER_FILE = 240
+
+
+def write_history_day(
+    root: Path,
+    day: dt.date,
+    *,
+    cluster: str = "bench",
+    groups: int,
+    queues: int,
+    interval: int,
+    seed: int,
+    slow_hours: tuple[int, ...] = (),
+    missing_hours: tuple[int, ...] = (),
+    prefix: str = "bench-group-",
+) -> int:
+    """Writes one day of both tables; returns the number of queue rows."""
+    rng = np.random.default_rng(seed)
+    polls = 86400 // interval
+    width = groups * queues
+    group_names = np.array([f"{prefix}{g:04d}" for g in range(groups)], dtype=object)
+    row_groups = np.repeat(group_names, queues)
+    row_queue = np.tile(np.arange(queues, dtype=np.int32), groups)
+    row_broker = np.where(row_queue % 2 == 0, "broker-a", "broker-b").astype(object)
+    broker = rng.integers(0, 1_000_000, width).astype(np.int64)
+    consumer = broker - rng.integers(0, 100, width)
+    dlq = np.zeros(groups, dtype=np.int64)
+    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+    written = 0
+    for first in range(0, polls, POLLS_PER_FILE):
+        ts, b_cols, c_cols, lag_s, falling = [], [], [], [], []
+        for p in range(first, min(polls, first + POLLS_PER_FILE)):
+            moment = start + dt.timedelta(seconds=p * interval)
+            slow = moment.hour in slow_hours
+            broker = broker + rng.integers(0, 20, width)
+            consumer = np.minimum(broker, consumer + rng.integers(0, 13 if slow else 22, width))
+            if moment.hour in missing_hours:
+                continue
+            ts.append(np.full(width, int(moment.timestamp() * 1000)))
+            b_cols.append(broker)
+            c_cols.append(consumer)
+            # about 10 messages a poll get consumed: the oldest unconsumed one waited lag/10 polls
+            lag_s.append((broker - consumer) * interval / 10 + rng.random(width))
+            falling.append(slow)
+        if not ts:
+            continue
+        count = len(ts)
+        b, c = np.concatenate(b_cols), np.concatenate(c_cols)
+        lag = b - c
+        seconds = np.where(lag > 0, np.concatenate(lag_s), 0.0)
+        queue_table = pa.table(
+            {
+                "ts": pa.array(np.concatenate(ts), pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+                "group": pa.array(np.tile(row_groups, count), pa.string()),
+                "topic": pa.array(np.full(width * count, "T-orders", dtype=object), pa.string()),
+                "broker": pa.array(np.tile(row_broker, count), pa.string()),
+                "queue_id": pa.array(np.tile(row_queue, count), pa.int32()),
+                "retry": pa.array(np.zeros(width * count, dtype=bool)),
+                "broker_offset": pa.array(b),
+                "consumer_offset": pa.array(c),
+                "min_offset": pa.array(np.zeros(width * count, dtype=np.int64)),
+                "lag": pa.array(lag),
+                "lag_seconds": pa.array(seconds),
+                "last_consume_ms": pa.nulls(width * count, pa.timestamp("ms", tz="UTC")),
+                "client_id": pa.nulls(width * count, pa.string()),
+            },
+            schema=QUEUE_OFFSETS,
+        )
+        _write(root / "queue_offsets", cluster, day, first, queue_table)
+        per_group = (count, groups, queues)
+        dlq = dlq + (rng.random(groups) < 0.01)
+        states = np.where(np.repeat(np.array(falling), groups), "FALLING_BEHIND", "OK").astype(object)
+        group_table = pa.table(
+            {
+                "ts": queue_table["ts"].take(pa.array(np.arange(0, width * count, queues))),
+                "group": pa.array(np.tile(group_names, count), pa.string()),
+                "online": pa.array(np.ones(groups * count, dtype=bool)),
+                "clients": pa.array(np.ones(groups * count, dtype=np.int32)),
+                "lag": pa.array(lag.reshape(per_group).sum(axis=2).ravel()),
+                "retry_lag": pa.array(np.zeros(groups * count, dtype=np.int64)),
+                "lag_seconds_max": pa.array(seconds.reshape(per_group).max(axis=2).ravel()),
+                "consume_tps": pa.array(np.full(groups * count, 10.0 * queues / interval)),
+                "dlq_count": pa.array(np.tile(dlq, count)),
+                "health": pa.array(states, pa.string()),
+                "complete": pa.array(np.ones(groups * count, dtype=bool)),
+            },
+            schema=GROUP_STATS,
+        )
+        _write(root / "group_stats", cluster, day, first, group_table)
+        written += queue_table.num_rows
+    return written
+
+
+def _write(table_root: Path, cluster: str, day: dt.date, first: int, table: pa.Table) -> None:
+    partition = table_root / f"cluster={cluster}" / f"date={day.isoformat()}"
+    partition.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, partition / f"part-{first:05d}.parquet", compression="zstd", row_group_size=64 * 1024)

@@ -1,0 +1,225 @@
+"""Lag reports over day rows written here by hand: every cell of the CSV, the XLSX's typed
+cells, the PDF's text and pages, refusals that create nothing, audit and permissions."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import subprocess
+import threading
+import time
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+from openpyxl import load_workbook
+
+from consumers.changes.models import AuditEvent
+from consumers.models import Cluster
+from consumers.reports import services
+from consumers.reports.content import ReportSpec
+from consumers.reports.models import Report
+from consumers.stats.models import ClusterDay, GroupDay
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TODAY = timezone.now().date()
+D1, D2, D3 = (TODAY - dt.timedelta(days=n) for n in (3, 2, 1))
+BASE = {"polls": 1440, "expected_polls": 1440, "coverage": 1.0, "produced": 120, "retries": 0, "dlq_arrivals": 0,
+        "resets": 0, "incidents": 0, "lag_p50": 5, "lag_p95": 9, "lag_max": 12, "lag_seconds_p50": 1,
+        "lag_seconds_p95": 4, "lag_seconds_max": 9, "breach_minutes": 0, "slo_seconds": 60}  # fmt: skip
+
+
+@pytest.fixture
+def days(db, settings, tmp_path):
+    settings.REPORT_DIR = tmp_path / "reports"
+    settings.STATS_OUTPUT_URL = str(tmp_path / "no-parquet")
+    Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876", poll_interval=60)
+    rows = [
+        ("orders", D1, {"consumed": 100, "lag_seconds_p95": 30.5, "breach_minutes": 15, "dlq_arrivals": 2}),
+        # D2: no statistics for orders (a gap)
+        (
+            "orders",
+            D3,
+            {
+                "consumed": 300,
+                "polls": 720,
+                "coverage": 0.5,
+                "lag_seconds_p95": 90.25,
+                "breach_minutes": 45,
+                "incidents": 1,
+            },
+        ),  # fmt: skip
+        ("payments", D1, {"consumed": None, "lag_max": 7}),  # its offsets were unknown all day
+        ("payments", D2, {"consumed": 50}),
+        ("payments", D3, {"consumed": 60, "retries": 4}),
+    ]
+    for group, date, values in rows:
+        GroupDay.objects.create(cluster="east", date=date, group=group, **{**BASE, **values})
+    for date, polls in ((D1, 1440), (D2, 1440), (D3, 720)):
+        ClusterDay.objects.create(cluster="east", date=date, polls=polls, expected_polls=1440,
+                                  coverage=polls / 1440, groups=2)  # fmt: skip
+
+
+def spec(**changes) -> ReportSpec:
+    return ReportSpec(**{"clusters": ("east",), "first": D1, "last": D3, **changes})
+
+
+def built(formats=("csv", "xlsx", "pdf"), **changes) -> Report:
+    report = services.build_report(services.request_report(spec(**changes), list(formats)).pk)
+    assert report.state == Report.State.READY, report.error
+    return report
+
+
+def read(report: Report, fmt: str) -> bytes:
+    return (services.report_dir(report) / report.files[fmt]).read_bytes()
+
+
+def test_csv_cells_worked_by_hand(days):
+    report = built(("csv",))
+    rows = list(csv.DictReader(io.StringIO(read(report, "csv").decode())))
+    cells = [(r["group"], r["period start (UTC)"], r["status"], r["consumed"], r["lag p95 (s)"]) for r in rows]
+    assert cells == [
+        ("orders", D1.isoformat(), "ok", "100", "30.5"),
+        ("orders", D2.isoformat(), "no statistics", "", ""),  # a gap, not zeros
+        ("orders", D3.isoformat(), "low coverage (50%)", "300", "90.25"),
+        ("payments", D1.isoformat(), "ok", "", "4.0"),  # unknown consumption stays unknown
+        ("payments", D2.isoformat(), "ok", "50", "4.0"),
+        ("payments", D3.isoformat(), "ok", "60", "4.0"),
+    ]
+    assert {r["source"] for r in rows} == {"nightly statistics, daily rows (database)"}
+    assert report.files["csv"] == f"lag-report-east-{D1}-{D3}-daily-UTC.csv"
+    assert (report.groups, report.rows) == (2, 6)
+    assert report.coverage == pytest.approx((1440 + 1440 + 720) / (3 * 1440))
+
+
+def test_csv_equals_the_group_page_charts(days, viewer_client):
+    report = built(("csv",))
+    rows = [r for r in csv.DictReader(io.StringIO(read(report, "csv").decode())) if r["group"] == "orders"]
+    figure = viewer_client.get(f"/stats/east/orders/charts.json?since={D1}&until={D3}").json()["figures"]
+    p95 = next(t["y"] for t in figure["lag_seconds"]["data"] if t["name"] == "p95")
+    assert [float(r["lag p95 (s)"]) if r["lag p95 (s)"] else None for r in rows] == p95
+
+
+def test_xlsx_typed_cells_and_summary(days):
+    report = built(("xlsx",))
+    book = load_workbook(io.BytesIO(read(report, "xlsx")))
+    assert book.sheetnames == ["About", "Summary", "Daily"]
+    summary = book["Summary"]
+    assert summary.freeze_panes == "C2"
+    header = [c.value for c in summary[1]]
+    orders = dict(zip(header, [c.value for c in summary[2]], strict=True))
+    # orders: two days with statistics, one without; 1,440 + 720 polls of 3 x 1,440 expected
+    assert orders["periods with statistics"] == 2 and orders["periods without"] == 1
+    assert orders["coverage"] == pytest.approx(2160 / 4320)
+    assert (orders["consumed"], orders["SLO breach (min)"], orders["worst p95 lag (s)"]) == (400, 60, 90.25)
+    assert (orders["DLQ arrivals"], orders["incidents"]) == (2, 1)
+    payments = dict(zip(header, [c.value for c in summary[3]], strict=True))
+    assert (payments["consumed"], payments["retries"], payments["max lag (msgs)"]) == (110, 4, 12)
+    daily = book["Daily"]
+    first = daily[2]
+    assert isinstance(first[2].value, dt.datetime) and first[2].value.date() == D1
+    assert first[2].number_format == "yyyy-mm-dd"
+    assert isinstance(first[5].value, int) and first[5].number_format == "#,##0"
+    gap = daily[3]
+    assert gap[3].value == "no statistics" and gap[5].value is None
+    about = {row[0].value: row[1].value for row in book["About"].iter_rows()}
+    assert about["time zone"] == "UTC" and about["source"].startswith("nightly statistics")
+    assert about["coverage east"] == pytest.approx(3600 / 4320)
+
+
+def test_pdf_renders_with_the_group_names_and_charts(days, tmp_path):
+    report = built(("pdf",))
+    pdf = services.report_dir(report) / report.files["pdf"]
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, check=True).stdout.decode()
+    assert "orders" in text and "payments" in text and "Time zone" in text and "no statistics" in text
+    assert "Messages consumed vs produced per day" in text  # a plotly chart's title, drawn as SVG text
+    subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)
+    pages = sorted(tmp_path.glob("page*.png"))
+    assert pages and all(p.stat().st_size > 2000 for p in pages)
+
+
+@pytest.mark.parametrize(
+    "changes, why",
+    [
+        ({"last": D1 - dt.timedelta(days=1)}, "before it starts"),
+        ({"clusters": ("east", "west")}, "unknown cluster west"),
+        ({"first": TODAY - dt.timedelta(days=500)}, "past the statistics retention"),
+        ({"first": TODAY - dt.timedelta(days=30), "last": TODAY - dt.timedelta(days=20)}, "the range is empty"),
+        ({"group_filter": "nothing-like-this"}, "the range is empty"),
+        ({"first": TODAY + dt.timedelta(days=1), "last": TODAY + dt.timedelta(days=2)}, "in the future"),
+        ({"granularity": "hourly", "first": TODAY - dt.timedelta(days=40)}, "at most 31 days"),
+    ],
+)
+def test_bad_parameters_create_nothing(days, changes, why):
+    with pytest.raises(services.ReportRefused, match=why):
+        services.request_report(spec(**changes), ["csv"])
+    assert not Report.objects.exists()
+
+
+def test_every_role_makes_and_downloads_and_each_download_is_audited(days, client, personas, monkeypatch):
+    queued = []
+    monkeypatch.setattr("consumers.reports.views.build_report.delay", queued.append)
+    client.login(username="viewer", password=PASSWORD)
+    form = {"clusters": ["east"], "first": D1, "last": D3, "granularity": "daily", "formats": ["csv", "xlsx"]}
+    assert client.post("/reports/new/", {**form, "clusters": ["west"]}).status_code == 400
+    assert client.post("/reports/new/", {**form, "last": D1 - dt.timedelta(days=1)}).status_code == 400
+    assert not Report.objects.exists()
+    assert client.post("/reports/new/", form).status_code == 302
+    report = services.build_report(queued[0])
+    assert b'data-state="ready"' in client.get(f"/reports/{report.pk}/row/").content
+    response = client.get(f"/reports/{report.pk}/download.xlsx")
+    assert response.status_code == 200 and f"{report.files['xlsx']}" in response["Content-Disposition"]
+    assert b"".join(response.streaming_content)[:2] == b"PK"
+    assert client.get(f"/reports/{report.pk}/download.pdf").status_code == 404  # not asked for
+    event = AuditEvent.objects.filter(action="report-download").get()
+    assert (event.username, event.details["format"], event.details["report"]) == ("viewer", "xlsx", report.pk)
+    client.logout()
+    assert client.get(f"/reports/{report.pk}/download.xlsx").status_code == 302  # to the login page
+
+
+def test_weekly_report_is_built_audited_and_mailed(days, settings):
+    settings.REPORT_EMAIL_TO = ["leads@example.com"]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    Cluster.objects.create(name="quiet", namesrv_addrs="127.0.0.1:9876")  # no statistics: skipped, audited
+    made = services.weekly_reports(today=TODAY)
+    assert [(r.clusters, r.first, r.last, r.state) for r in made] == [(["east"], TODAY - dt.timedelta(days=7),
+                                                                        D3, "ready")]  # fmt: skip
+    events = {e.cluster: e.details for e in AuditEvent.objects.filter(action="report-scheduled")}
+    assert events["east"]["report"] == made[0].pk and "range is empty" in events["quiet"]["refused"]
+    assert len(mail.outbox) == 1 and {name for name, _, _ in mail.outbox[0].attachments} == {
+        made[0].files["pdf"],
+        made[0].files["xlsx"],
+    }
+
+
+def test_a_thousand_groups_over_thirty_days_with_progress(db, settings, tmp_path):
+    settings.REPORT_DIR = tmp_path / "reports"
+    Cluster.objects.create(name="big", namesrv_addrs="127.0.0.1:9876")
+    first = TODAY - dt.timedelta(days=30)
+    GroupDay.objects.bulk_create(
+        [GroupDay(cluster="big", date=first + dt.timedelta(days=d), group=f"group-{g:04d}", **{**BASE, "consumed": g})
+         for g in range(1000) for d in range(30)], batch_size=5000)  # fmt: skip
+    report = services.request_report(ReportSpec(("big",), first, TODAY - dt.timedelta(days=1)), ["csv", "xlsx"])
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.append(Report.objects.get(pk=report.pk).progress)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    from consumers.reports.tasks import build_report
+
+    build_report(report.pk)  # the Celery task's body, as a worker runs it
+    done.set()
+    watcher.join()
+    report.refresh_from_db()
+    assert report.state == "ready" and report.progress == 100 and (report.groups, report.rows) == (1000, 30_000)
+    assert seen == sorted(seen) and len(set(seen)) > 2
+    rows = list(csv.reader(io.StringIO(read(report, "csv").decode())))
+    assert len(rows) == 30_001 and rows[-1][1] == "group-0999" and rows[-1][5] == "999"
+    daily = load_workbook(io.BytesIO(read(report, "xlsx")), read_only=True)["Daily"]
+    assert sum(1 for _ in daily.iter_rows(values_only=True)) == 30_001
