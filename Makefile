@@ -30,3 +30,5 @@ bench:
 	.venv/bin/python -m bench.bench_reset_preview
 	.venv/bin/python -m bench.bench_reset_run
 	.venv/bin/python -m bench.bench_redrive
+	.venv/bin/python -m bench.bench_stats
+	.venv/bin/python -m bench.bench_reports

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 
 from consumers.stats.session import spark_environment
-from devstack.synthetic_history import write_history_day
+from devstack.synthetic_history import write_history
 
 FIRST_DAY = dt.date(2026, 1, 1)
 REPO = Path(__file__).resolve().parent.parent
@@ -151,8 +151,8 @@ def main() -> None:
     try:
         history = base / "history"
         started = time.monotonic()
-        rows = write_history_day(history, FIRST_DAY, groups=args.groups, queues=args.queues, interval=args.interval,
-                                 seed=1, slow_hours=(14, 15))  # fmt: skip
+        rows = write_history(history, FIRST_DAY, 1, groups=args.groups, queues=args.queues, interval=args.interval,
+                             seed=1, slow_hours=lambda day: (14, 15))  # fmt: skip
         print(f"synthetic day: {rows:,} queue rows ({args.groups} groups x {args.queues} queues every "
               f"{args.interval} s), written in {time.monotonic() - started:.0f} s")  # fmt: skip
         spark = run_spark(history, base / "out", FIRST_DAY, FIRST_DAY, args.interval, args.driver_memory)
@@ -165,18 +165,19 @@ def main() -> None:
               f"{baseline_rate:,.0f} rows/s")  # fmt: skip
         print(f"ratio spark / single process (rows/s): {spark_rate / baseline_rate:.2f}x "
               f"(spark computes 7 tables, the baseline 1)")  # fmt: skip
-        print(f"check: baseline's first topic-day {sample}")
+        theirs = ds.dataset(str(base / "out" / "topic_daily"), format="parquet", partitioning="hive").to_table(
+            filter=ds.field("group") == sample["group"]).to_pylist()[0]  # fmt: skip
+        same = all(abs((theirs[k] or 0) - sample[k]) < 1e-6 for k in sample if k != "group")
+        print(f"check, first group's topic-day: baseline {sample}; spark equal: {same}")
         print(f"spark output rows: {spark['summary']['output_rows']}")
         shutil.rmtree(history)
         shutil.rmtree(base / "out", ignore_errors=True)
         growth_root = base / "growth"
         print(f"growth ({args.growth_groups} groups x {args.queues} queues, one run over N days):")
-        days_written = 0
-        for days in [int(d) for d in args.growth_days.split(",")]:
-            while days_written < days:
-                write_history_day(growth_root, FIRST_DAY + dt.timedelta(days=days_written), groups=args.growth_groups,
-                                  queues=args.queues, interval=args.interval, seed=10 + days_written)  # fmt: skip
-                days_written += 1
+        growth_days = [int(d) for d in args.growth_days.split(",")]
+        write_history(growth_root, FIRST_DAY, max(growth_days), groups=args.growth_groups, queues=args.queues,
+                      interval=args.interval, seed=10)  # fmt: skip
+        for days in growth_days:
             last = FIRST_DAY + dt.timedelta(days=days - 1)
             result = run_spark(growth_root, base / f"out-{days}", FIRST_DAY, last, args.interval, args.driver_memory)
             queue_rows = result["summary"]["input_rows"]["queue_offsets"]

@@ -2,9 +2,9 @@
 the statistics benchmark and the statistics screenshots: many groups over whole days,
 written with pyarrow and numpy in seconds instead of days of polling.
 
-Each queue gains 0..19 messages per poll and its consumer up to 21, so lag wanders around a
-few dozen messages; in `slow_hours` consumers take at most 12, so lag and lag seconds build up
-(a visible SLO breach in the afternoon) and the health says FALLING_BEHIND. Hours in
+Each queue gains 0..19 messages per poll and its consumer takes up to 29, so lag stays at a few
+messages; in `slow_hours` consumers take at most 15, so lag and lag seconds build up (a visible
+SLO breach in the afternoon, caught up within the next hour) and the health says FALLING_BEHIND. Hours in
 `missing_hours` have no poll at all (a gap the charts must show as a gap).
 """
 
@@ -22,20 +22,22 @@ from consumers.live.history import GROUP_STATS, QUEUE_OFFSETS
 POLLS_PER_FILE = 240
 
 
-def write_history_day(
+def write_history(
     root: Path,
-    day: dt.date,
+    first_day: dt.date,
+    days: int,
     *,
     cluster: str = "bench",
     groups: int,
     queues: int,
     interval: int,
     seed: int,
-    slow_hours: tuple[int, ...] = (),
-    missing_hours: tuple[int, ...] = (),
+    slow_hours=lambda day_index: (),
+    missing_hours=lambda day_index: (),
     prefix: str = "bench-group-",
 ) -> int:
-    """Writes one day of both tables; returns the number of queue rows."""
+    """Writes `days` days of both tables, offsets continuing from day to day; returns the
+    number of queue rows. `slow_hours` and `missing_hours` give each day's (by its index)."""
     rng = np.random.default_rng(seed)
     polls = 86400 // interval
     width = groups * queues
@@ -43,26 +45,42 @@ def write_history_day(
     row_groups = np.repeat(group_names, queues)
     row_queue = np.tile(np.arange(queues, dtype=np.int32), groups)
     row_broker = np.where(row_queue % 2 == 0, "broker-a", "broker-b").astype(object)
-    broker = rng.integers(0, 1_000_000, width).astype(np.int64)
-    consumer = broker - rng.integers(0, 100, width)
-    dlq = np.zeros(groups, dtype=np.int64)
+    state = {
+        "broker": rng.integers(0, 1_000_000, width).astype(np.int64),
+        "dlq": np.zeros(groups, dtype=np.int64),
+    }
+    state["consumer"] = state["broker"] - rng.integers(0, 10, width)
+    written = 0
+    for index in range(days):
+        day = first_day + dt.timedelta(days=index)
+        names = (row_groups, row_queue, row_broker, group_names)
+        written += _write_day(root, cluster, day, rng, state, names, polls=polls, interval=interval,
+                              slow=slow_hours(index), missing=missing_hours(index))  # fmt: skip
+    return written
+
+
+def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, missing) -> int:
+    row_groups, row_queue, row_broker, group_names = names
+    groups, queues = len(group_names), len(row_queue) // len(group_names)
+    width = groups * queues
+    broker, consumer, dlq = state["broker"], state["consumer"], state["dlq"]
     start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
     written = 0
     for first in range(0, polls, POLLS_PER_FILE):
         ts, b_cols, c_cols, lag_s, falling = [], [], [], [], []
         for p in range(first, min(polls, first + POLLS_PER_FILE)):
             moment = start + dt.timedelta(seconds=p * interval)
-            slow = moment.hour in slow_hours
+            is_slow = moment.hour in slow
             broker = broker + rng.integers(0, 20, width)
-            consumer = np.minimum(broker, consumer + rng.integers(0, 13 if slow else 22, width))
-            if moment.hour in missing_hours:
+            consumer = np.minimum(broker, consumer + rng.integers(0, 16 if is_slow else 30, width))
+            if moment.hour in missing:
                 continue
             ts.append(np.full(width, int(moment.timestamp() * 1000)))
             b_cols.append(broker)
             c_cols.append(consumer)
-            # about 10 messages a poll get consumed: the oldest unconsumed one waited lag/10 polls
-            lag_s.append((broker - consumer) * interval / 10 + rng.random(width))
-            falling.append(slow)
+            # about 9.5 messages a poll arrive: the oldest unconsumed one waited about lag/9.5 polls
+            lag_s.append((broker - consumer) * interval / 9.5 + rng.random(width))
+            falling.append(is_slow)
         if not ts:
             continue
         count = len(ts)
@@ -109,6 +127,7 @@ def write_history_day(
         )
         _write(root / "group_stats", cluster, day, first, group_table)
         written += queue_table.num_rows
+    state.update(broker=broker, consumer=consumer, dlq=dlq)
     return written
 
 

@@ -45,12 +45,21 @@ def worst_groups(content: ReportContent, limit: int) -> list[dict]:
     return sorted(content.summary, key=badness, reverse=True)[:limit]
 
 
+def _coverage(content: ReportContent) -> dict:
+    """Per period, the mean coverage of the groups that have statistics (None: none has)."""
+    shares: dict = {}
+    for row in content.detail:
+        if row.get("coverage") is not None:
+            shares.setdefault(row["period"], []).append(row["coverage"])
+    return {p: sum(v) / len(v) for p, v in shares.items()}
+
+
 def figures(content: ReportContent, worst: list[dict]) -> list[dict]:
-    periods, totals = content.periods, _totals(content)
+    periods, totals, coverage = content.periods, _totals(content), _coverage(content)
     drawn = [
-        charts.flow_figure(periods, totals),
-        charts.breach_figure(periods, totals),
-        charts.retry_dlq_figure(periods, totals),
+        charts.flow_figure(periods, totals, coverage),
+        charts.breach_figure(periods, totals, coverage),
+        charts.retry_dlq_figure(periods, totals, coverage),
     ]
     by_group: dict = {}
     for row in content.detail:

@@ -56,21 +56,23 @@ def _layout(figure: go.Figure, title: str, notes: list[str], *, y_title: str, y2
 def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -> list[str]:
     missing, low = coverage_gaps(days, coverage)
     for period in low:
+        # a point (or bar) stands at the start of its period, so the shade is centred on it;
         # daily charts have dates, hourly ones (the reports') datetimes
         hourly = isinstance(period, dt.datetime)
-        start = period if hourly else dt.datetime.combine(period, dt.time())
-        end = start + (dt.timedelta(hours=1) if hourly else dt.timedelta(days=1))
-        figure.add_vrect(x0=start, x1=end, fillcolor="#bdbdbd", opacity=0.25, line_width=0)
+        middle = period if hourly else dt.datetime.combine(period, dt.time())
+        half = dt.timedelta(minutes=30) if hourly else dt.timedelta(hours=12)
+        figure.add_vrect(x0=middle - half, x1=middle + half, fillcolor="#bdbdbd", opacity=0.3, line_width=0)
     notes = []
     if missing:
-        notes.append(f"{len(missing)} of {len(days)} {_unit(days)} have no statistics")
+        notes.append(f"{len(missing)} of {len(days)} {_unit(days)} without statistics")
     if low:
-        notes.append(f"{len(low)} {_unit(days)} with coverage under 90 % (shaded)")
+        notes.append(f"{len(low)} {_unit(days, len(low))} with coverage under 90 % (shaded)")
     return notes
 
 
-def _unit(periods: list) -> str:
-    return "hours" if periods and isinstance(periods[0], dt.datetime) else "days"
+def _unit(periods: list, count: int = 2) -> str:
+    unit = "hour" if periods and isinstance(periods[0], dt.datetime) else "day"
+    return unit if count == 1 else f"{unit}s"
 
 
 def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:

@@ -104,7 +104,15 @@ def run(spark: SparkSession, params: dict) -> dict:
     # task overhead than a small cluster's whole day takes to compute.
     parallelism = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", max(parallelism, -(-input_rows["queue_offsets"] // 1_000_000)))
-    tables = transforms.statistics(queues, groups, clusters, slo, first=first, last=last, as_of=as_of)
+    resets = spark.createDataFrame(
+        [{**r, "started_at": dt.datetime.fromisoformat(r["started_at"]),
+          "finished_at": dt.datetime.fromisoformat(r["finished_at"])} for r in params.get("console_resets", [])],
+        "cluster string, `group` string, topic string, broker string, queue_id int, started_at timestamp, "
+        "finished_at timestamp, to_offset bigint",
+    )  # fmt: skip
+    tables = transforms.statistics(
+        queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets
+    )
     for name, frame in tables.items():
         write_table(frame, params["output"], name)
     summary = {

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ..changes.models import ChangeRequest, State
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
 from .models import ClusterDay, GroupDay, RunDay, StatsRun
@@ -92,7 +93,37 @@ def run_parameters(run: StatsRun) -> dict:
             {"cluster": o.cluster.name, "group": o.group, "slo_seconds": o.lag_slo_seconds}
             for o in overrides.select_related("cluster")
         ],
+        "console_resets": console_resets(run),
     }
+
+
+def console_resets(run: StatsRun) -> list[dict]:
+    """Every queue the console reset in the run's days (and the look-back day): the job counts
+    those moves as resets, forwards too, and not as consumption."""
+    since = dt.datetime.combine(run.first - dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
+    until = dt.datetime.combine(run.last + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
+    requests = ChangeRequest.objects.filter(
+        kind=ChangeRequest.Kind.RESET,
+        cluster__name__in=run.clusters,
+        started_at__lt=until,
+        finished_at__gte=since,
+        state__in=[State.DONE, State.PARTIAL, State.FAILED],  # a failed run may have applied some queues
+    ).select_related("cluster")
+    found = []
+    for request in requests:
+        rows = {row["label"]: row for row in request.plan.get("rows", [])}
+        for label, offset in request.result.get("applied", {}).items():
+            row = rows.get(label)
+            if row is None:
+                continue
+            found.append(
+                {
+                    "cluster": request.cluster.name, "group": request.group, "topic": row["topic"],
+                    "broker": row["broker"], "queue_id": row["queue_id"], "to_offset": offset,
+                    "started_at": request.started_at.isoformat(), "finished_at": request.finished_at.isoformat(),
+                }
+            )  # fmt: skip
+    return found
 
 
 def spark_command(params_path: Path, summary_path: Path) -> list[str]:

@@ -43,23 +43,54 @@ def period_bounds(first: dt.date, last: dt.date) -> tuple[dt.datetime, dt.dateti
     return start, dt.datetime.combine(last + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
 
 
-def queue_steps(queue_offsets: DataFrame) -> DataFrame:
-    """Each queue row with what changed since that queue's previous known row."""
-    ordered = Window.partitionBy(*QUEUE_KEY).orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
-    previous_consumer = F.last("consumer_offset", ignorenulls=True).over(ordered)
-    previous_broker = F.last("broker_offset", ignorenulls=True).over(ordered)
-    consumer_move = F.col("consumer_offset") - previous_consumer
-    broker_move = F.col("broker_offset") - previous_broker
-    return queue_offsets.select(
+def queue_steps(queue_offsets: DataFrame, console_resets: DataFrame | None = None) -> DataFrame:
+    """Each queue row with what changed since that queue's previous known row.
+
+    `console_resets` (cluster, group, topic, broker, queue_id, started_at, finished_at,
+    to_offset) are the resets the console applied: a poll interval holding one is a reset
+    whichever way it moved, and only what was consumed after it (consumer offset - to_offset)
+    counts. Forward resets made outside the console look like consumption: nothing in the
+    offsets tells them apart."""
+    ordered = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    frame = queue_offsets.select(
         *QUEUE_KEY,
         "ts",
         "retry",
         "lag",
         "lag_seconds",
-        F.when(consumer_move > 0, consumer_move)
+        "consumer_offset",
+        "broker_offset",
+        F.lag("ts").over(ordered).alias("previous_ts"),
+        F.last("consumer_offset", ignorenulls=True).over(before).alias("previous_consumer"),
+        F.last("broker_offset", ignorenulls=True).over(before).alias("previous_broker"),
+    )
+    reset_to = F.lit(None).cast("long")
+    if console_resets is not None:
+        marks = console_resets.select(
+            *(F.col(k).alias(f"reset_{k}") for k in QUEUE_KEY), "started_at", "finished_at", "to_offset"
+        )
+        inside = (F.col("previous_ts") < F.col("finished_at")) & (F.col("started_at") <= F.col("ts"))
+        same_queue = [F.col(k) == F.col(f"reset_{k}") for k in QUEUE_KEY]
+        condition = same_queue[0]
+        for clause in same_queue[1:]:
+            condition = condition & clause
+        frame = frame.join(F.broadcast(marks), condition & inside, "left").dropDuplicates([*QUEUE_KEY, "ts"])
+        reset_to = F.col("to_offset")
+    consumer_move = F.col("consumer_offset") - F.col("previous_consumer")
+    broker_move = F.col("broker_offset") - F.col("previous_broker")
+    after_reset = F.greatest(F.col("consumer_offset") - reset_to, F.lit(0))
+    return frame.select(
+        *QUEUE_KEY,
+        "ts",
+        "retry",
+        "lag",
+        "lag_seconds",
+        F.when(reset_to.isNotNull() & F.col("consumer_offset").isNotNull(), after_reset)
+        .when(consumer_move > 0, consumer_move)
         .otherwise(F.when(consumer_move.isNotNull(), F.lit(0)))
         .alias("consumed"),
-        F.when(consumer_move < 0, 1).otherwise(0).alias("resets"),
+        F.when(reset_to.isNotNull() | (consumer_move < 0), 1).otherwise(0).alias("resets"),
         F.when(broker_move > 0, broker_move).otherwise(F.when(broker_move.isNotNull(), F.lit(0))).alias("produced"),
     )
 
@@ -268,6 +299,7 @@ def statistics(
     first: dt.date,
     last: dt.date,
     as_of: dt.datetime,
+    console_resets: DataFrame | None = None,
 ) -> dict[str, DataFrame]:
     """Every output table for the days first..last. The inputs hold those days and the day
     before (the look-back); `clusters` is cluster, interval_seconds, slo_seconds (the default
@@ -284,7 +316,7 @@ def statistics(
         .join(F.broadcast(slo), ["cluster", "group"], "left")
         .select("cluster", "group", F.coalesce("slo_seconds", "default_slo").alias("slo_seconds"))
     )
-    polls = in_period(topic_polls(queue_steps(queues)), start, end).cache()
+    polls = in_period(topic_polls(queue_steps(queues, console_resets)), start, end).cache()
     steps = in_period(group_steps(groups), start, end).cache()
     days = [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
     tables = {

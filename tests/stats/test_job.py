@@ -149,3 +149,17 @@ def test_rerun_gives_equal_rows_and_keeps_other_days(spark, computed, store_path
 def test_missing_history_location_fails(spark, tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         job.run(spark, params(tmp_path / "nowhere", tmp_path / "out"))
+
+
+def test_a_console_reset_forwards_is_a_reset_not_consumption(spark, store_paths, tmp_path):
+    history, _ = store_paths
+    # g2's queue 0 went 10 -> 20 between t1 and t2; the console had moved it to 18 in between:
+    # 2 messages were consumed, 8 were skipped by the reset
+    reset = {"cluster": "c1", "group": "g2", "topic": "T", "broker": "b1", "queue_id": 0, "to_offset": 18,
+             "started_at": hw.at(0, 0, 0).replace(second=20).isoformat(),
+             "finished_at": hw.at(0, 0, 0).replace(second=21).isoformat()}  # fmt: skip
+    job.run(spark, {**params(history, tmp_path), "console_resets": [reset]})
+    g2 = one(rows(tmp_path, "group_daily", group="g2"))
+    assert (g2["consumed"], g2["resets"], g2["produced"]) == (2, 1, 20)
+    g1 = one(rows(tmp_path, "group_daily", group="g1"))
+    assert (g1["consumed"], g1["resets"]) == (28, 1)  # other groups unchanged

@@ -44,8 +44,8 @@ def test_group_charts_show_the_days_and_their_gaps(viewer_client, stats):
     figures = answer["figures"]
     seconds = figures["lag_seconds"]
     assert trace(seconds, "p95")[-3:] == [30, None, 90]  # the missing day is a gap, not 0
-    assert "1 days with coverage under 90 %" in seconds["layout"]["title"]["text"]
-    assert "5 of 7 days have no statistics" in seconds["layout"]["title"]["text"]
+    assert "1 day with coverage under 90 %" in seconds["layout"]["title"]["text"]
+    assert "5 of 7 days without statistics" in seconds["layout"]["title"]["text"]
     assert trace(figures["breach"], "minutes above the lag SLO")[-3:] == [15, None, 45]
     assert trace(figures["retries_dlq"], "DLQ arrivals")[-3:] == [7, None, 1]
     assert figures["flows"]["points"] == 2
