@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +200,26 @@ def release_abandoned() -> list[int]:
     for run in abandoned:
         _finish(run, failed="no end was recorded: the worker running it stopped")
     return [run.pk for run in abandoned]
+
+
+def prune(today: dt.date | None = None) -> dict:
+    """Forget statistics older than STATS_RETENTION_DAYS: the day rows, the runs, and the
+    output partitions when the output is a local directory (on a shared store its own
+    lifecycle rules apply)."""
+    cutoff = (today or timezone.now().date()) - dt.timedelta(days=settings.STATS_RETENTION_DAYS)
+    removed = {
+        "group_days": GroupDay.objects.filter(date__lt=cutoff).delete()[0],
+        "cluster_days": ClusterDay.objects.filter(date__lt=cutoff).delete()[0],
+        "runs": StatsRun.objects.filter(last__lt=cutoff).exclude(state=StatsRun.State.RUNNING).delete()[0],
+        "partitions": 0,
+    }
+    output = settings.STATS_OUTPUT_URL.removeprefix("file://")
+    if "://" not in output and Path(output).is_dir():
+        for partition in Path(output).glob("*/cluster=*/date=*"):
+            if partition.name.removeprefix("date=") < cutoff.isoformat():
+                shutil.rmtree(partition, ignore_errors=True)
+                removed["partitions"] += 1
+    return removed
 
 
 def log_text(run: StatsRun, *, limit: int = 200_000) -> str:

@@ -23,9 +23,10 @@ def run_statistics(run_id: int) -> str:
 @shared_task(ignore_result=True)
 def nightly_statistics() -> str:
     """Yesterday (UTC), every cluster. Refused (and logged) if a run already has that day."""
-    from .runs import RunRefused, RunRequest, execute_run, release_abandoned, request_run
+    from .runs import RunRefused, RunRequest, execute_run, prune, release_abandoned, request_run
 
     release_abandoned()
+    prune()
     yesterday = timezone.now().date() - dt.timedelta(days=1)
     try:
         run = request_run(RunRequest(yesterday, yesterday), trigger="nightly")

@@ -99,3 +99,18 @@ def test_only_operators_start_runs(client, personas, stats, monkeypatch):
     assert response.status_code == 302 and queued == [StatsRun.objects.get().pk]
     refused = client.post("/stats/jobs/run/", form)  # the first still holds the day
     assert refused.status_code == 400 and b"already computing" in refused.content
+
+
+def test_statistics_past_the_retention_are_pruned(stats, settings, tmp_path):
+    from consumers.stats.runs import prune
+
+    settings.STATS_OUTPUT_URL = str(tmp_path)
+    settings.STATS_RETENTION_DAYS = 1  # D1 (two days ago) is past it, D3 (today) is not
+    old = tmp_path / "group_daily" / "cluster=east" / f"date={D1}"
+    kept = tmp_path / "group_daily" / "cluster=east" / f"date={D3}"
+    old.mkdir(parents=True)
+    kept.mkdir(parents=True)
+    removed = prune(today=TODAY)
+    assert removed["group_days"] == 2 and removed["cluster_days"] == 1 and removed["partitions"] == 1
+    assert not old.exists() and kept.exists()
+    assert set(GroupDay.objects.values_list("date", flat=True)) == {D3}
