@@ -15,7 +15,7 @@ from ..roles import REQUEST, perm
 from . import charts, selectors
 from .forms import PRESETS, PeriodForm, RunForm
 from .models import StatsRun
-from .runs import RunRefused, RunRequest, request_run
+from .runs import RunRefused, RunRequest, log_text, request_run
 from .tasks import run_statistics
 
 
@@ -92,13 +92,14 @@ def group_charts(request, cluster: str, group: str):
 
 @console_page
 def jobs(request):
-    return render(request, "stats/jobs.html", {"nav": "stats", "runs": selectors.recent_runs(100)})
+    runs = selectors.recent_runs(100)
+    active = any(run.state in (StatsRun.State.QUEUED, StatsRun.State.RUNNING) for run in runs)
+    template = "stats/_runs.html" if request.htmx else "stats/jobs.html"
+    return render(request, template, {"nav": "stats", "runs": runs, "active": active})
 
 
 @console_page
 def job_log(request, pk: int):
-    from .runs import log_text
-
     run = get_object_or_404(StatsRun, pk=pk)
     return HttpResponse(log_text(run) or "(no log yet)", content_type="text/plain; charset=utf-8")
 

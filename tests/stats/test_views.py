@@ -114,3 +114,12 @@ def test_statistics_past_the_retention_are_pruned(stats, settings, tmp_path):
     assert removed["group_days"] == 2 and removed["cluster_days"] == 1 and removed["partitions"] == 1
     assert not old.exists() and kept.exists()
     assert set(GroupDay.objects.values_list("date", flat=True)) == {D3}
+
+
+def test_jobs_table_refreshes_itself_while_a_run_is_active(viewer_client, stats):
+    StatsRun.objects.create(first=D1, last=D1, clusters=["east"], trigger="page", state="running",
+                            master="local[*]", started_at=timezone.now())  # fmt: skip
+    fragment = viewer_client.get("/stats/jobs/", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment and 'hx-trigger="every 3s"' in fragment and "so far" in fragment
+    StatsRun.objects.update(state="succeeded", finished_at=timezone.now())
+    assert "hx-trigger" not in viewer_client.get("/stats/jobs/", HTTP_HX_REQUEST="true").content.decode()
