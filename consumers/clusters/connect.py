@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from django.conf import settings
@@ -72,3 +73,54 @@ def run_on_cluster(
                 return await work(client)
 
     return asyncio.run(bounded())
+
+
+class ClusterSession:
+    """One admin client kept open for a job of many steps (a redrive's windows): its event loop
+    runs in a thread of its own, so connections, routes and queue caches outlive each step
+    while the caller stays synchronous Django code between steps (checkpoints, records)."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=f"cluster-{cluster.name}", daemon=True)
+        self.client: AdminClient | None = None
+
+    def _submit(self, coroutine: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def open(self) -> ClusterSession:
+        self.thread.start()
+        self.client = AdminClient(config=client_config(self.cluster))
+        self._submit(self.client.__aenter__())
+        return self
+
+    def run(self, work: Callable[[AdminClient], Awaitable[T]], *, seconds: float) -> T:
+        """One step: `work(client)` within `seconds`."""
+
+        async def bounded() -> T:
+            with deadline(seconds):
+                return await work(self.client)
+
+        return self._submit(bounded())
+
+    def close(self) -> None:
+        try:
+            if self.client is not None:
+                self._submit(self.client.__aexit__(None, None, None))
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+            self.loop.close()
+
+
+@contextlib.contextmanager
+def cluster_session(cluster: Cluster, *, mutation: bool = False) -> Iterator[ClusterSession]:
+    """A ClusterSession, closed on exit; a mutation on a read-only cluster is refused first."""
+    if mutation:
+        check_writable(cluster)
+    session = ClusterSession(cluster)
+    try:
+        yield session.open()
+    finally:
+        session.close()

@@ -35,7 +35,7 @@ from django.utils import timezone
 from ..changes import audit, workflow
 from ..changes.models import ChangeRequest
 from ..changes.workflow import Actor, ChangeRefused
-from ..clusters.connect import run_on_cluster
+from ..clusters.connect import ClusterSession, cluster_session, run_on_cluster
 from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import retry_topic
@@ -51,7 +51,7 @@ ACTIVE = {
     RedriveJob.State.RUNNING,
     RedriveJob.State.PAUSED,
 }
-WINDOW = 1024  # messages per window: one checkpoint, one transaction, one connection
+WINDOW = 1024  # messages per window: one checkpoint, one transaction
 # properties the broker sets on a stored message: a new send gets its own
 BROKER_PROPERTIES = {"UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "WAIT", "CLUSTER", "MSG_REGION",
                      "TRACE_ON", "DELAY", "CONSUME_START_TIME", "__SHARDINGKEY"}  # fmt: skip
@@ -229,15 +229,17 @@ def run_job(job_id: int) -> RedriveJob | None:
                  details={"job": job.pk, "checkpoints": job.checkpoints})  # fmt: skip
     pacer = _Pacer(job.rate)
     try:
-        for source, end in sorted(job.bounds.items()):
-            while True:
-                job.refresh_from_db()
-                if job.run_token != token or job.state != RedriveJob.State.RUNNING:
-                    return job  # paused, cancelled, or taken over: stop between windows
-                point = job.checkpoints.get(source, {})
-                if point["next"] >= end:
-                    break
-                _window(job, token, source, point, end, pacer)
+        # one client for the whole run: connections and routes are not rebuilt per window
+        with cluster_session(job.cluster, mutation=True) as session:
+            for source, end in sorted(job.bounds.items()):
+                while True:
+                    job.refresh_from_db()
+                    if job.run_token != token or job.state != RedriveJob.State.RUNNING:
+                        return job  # paused, cancelled, or taken over: stop between windows
+                    point = job.checkpoints.get(source, {})
+                    if point["next"] >= end:
+                        break
+                    _window(session, job, token, source, point, end, pacer)
     except RocketMQError as exc:
         _fail(job, token, f"{type(exc).__name__}: {exc}")
         return RedriveJob.objects.get(pk=job.pk)
@@ -260,7 +262,9 @@ class _Pacer:
             await asyncio.sleep(delay)
 
 
-def _window(job: RedriveJob, token: str, source: str, point: dict, end: int, pacer: _Pacer) -> None:
+def _window(
+    session: ClusterSession, job: RedriveJob, token: str, source: str, point: dict, end: int, pacer: _Pacer
+) -> None:
     begin = point["next"]
     stop = min(end, begin + WINDOW)
     resumed_inflight = point.get("inflight")  # a window a dead worker may have sent in part
@@ -277,12 +281,10 @@ def _window(job: RedriveJob, token: str, source: str, point: dict, end: int, pac
     selection = Selection.from_wire(job.selection)
     broker, queue_id = source.split("#")
     queue = DlqQueue(broker, int(queue_id), begin, stop, True)
-    outcome = run_on_cluster(
-        job.cluster,
+    outcome = session.run(
         lambda c: _send_window(c, job, queue, selection, recorded, check_target=resumed_inflight is not None,
                                pacer=pacer),
         seconds=max(60.0, 2 * WINDOW / job.rate + 30),
-        mutation=True,
     )  # fmt: skip
     now = timezone.now()
     with transaction.atomic():
