@@ -4,8 +4,9 @@ log, load its small per-day rows into the database, record how it went.
 `request_run` validates and claims (cluster, day) pairs in one transaction: RunDay's unique
 constraint refuses a run that overlaps one still claimed. `execute_run` moves a run from queued
 to running with a conditional UPDATE, so a task delivered twice runs it once; the claim is
-released when the run ends, whatever the outcome. A run still "running" past
-STATS_RUN_TIME_LIMIT (its worker died) is failed and released by `release_abandoned`.
+released when the run ends, whatever the outcome. A run still "running" (its worker died) or
+still "queued" (no worker took it) past STATS_RUN_TIME_LIMIT is failed and released by
+`release_abandoned`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ..changes.models import ChangeRequest, State
@@ -196,9 +198,15 @@ def release_abandoned() -> list[int]:
     """Fail the runs whose worker died mid-run (still running past the time limit) and free
     their days, so the next night is not refused forever."""
     limit = timezone.now() - dt.timedelta(seconds=settings.STATS_RUN_TIME_LIMIT + 300)
-    abandoned = list(StatsRun.objects.filter(state=StatsRun.State.RUNNING, started_at__lt=limit))
+    abandoned = list(
+        StatsRun.objects.filter(
+            Q(state=StatsRun.State.RUNNING, started_at__lt=limit) | Q(state=StatsRun.State.QUEUED, created_at__lt=limit)
+        )
+    )
     for run in abandoned:
-        _finish(run, failed="no end was recorded: the worker running it stopped")
+        queued = run.state == StatsRun.State.QUEUED
+        why = "never started: no worker took it" if queued else "the worker running it stopped"
+        _finish(run, failed=f"no end was recorded: {why}")
     return [run.pk for run in abandoned]
 
 

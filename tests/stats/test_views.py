@@ -123,3 +123,19 @@ def test_jobs_table_refreshes_itself_while_a_run_is_active(viewer_client, stats)
     assert "<html" not in fragment and 'hx-trigger="every 3s"' in fragment and "so far" in fragment
     StatsRun.objects.update(state="succeeded", finished_at=timezone.now())
     assert "hx-trigger" not in viewer_client.get("/stats/jobs/", HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_abandoned_runs_release_their_days(stats, settings):
+    from consumers.stats.models import RunDay
+    from consumers.stats.runs import RunRequest, release_abandoned, request_run
+
+    settings.STATS_RUN_TIME_LIMIT = 60
+    stuck = request_run(RunRequest(D1, D1, "east"), trigger="nightly")  # queued; no worker ever took it
+    died = request_run(RunRequest(D2, D2, "east"), trigger="nightly")
+    StatsRun.objects.filter(pk=died.pk).update(state="running", started_at=timezone.now() - dt.timedelta(hours=1))
+    StatsRun.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - dt.timedelta(hours=1))
+    fresh = request_run(RunRequest(D3, D3, "east"), trigger="page")
+    assert sorted(release_abandoned()) == sorted([stuck.pk, died.pk])
+    assert "no worker took it" in StatsRun.objects.get(pk=stuck.pk).error_tail
+    assert "the worker running it stopped" in StatsRun.objects.get(pk=died.pk).error_tail
+    assert list(RunDay.objects.values_list("run_id", flat=True)) == [fresh.pk]  # D1 and D2 may run again
