@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
-from consumers.stats.session import spark_environment
+from consumers.stats.session import spark_environment, submit_command
 from devstack.synthetic_history import write_history
 
 FIRST_DAY = dt.date(2026, 1, 1)
@@ -88,13 +88,11 @@ def run_spark(history: Path, output: Path, first: dt.date, last: dt.date, interv
         "slo_overrides": [],
     }
     (work / "params.json").write_text(json.dumps(params))
-    command = [
-        str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]", "--driver-memory", memory,
-        "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--conf", "spark.ui.enabled=false",
-        str(REPO / "consumers" / "stats" / "job.py"), "--params", str(work / "params.json"),
-        "--summary", str(work / "summary.json"),
-    ]  # fmt: skip
+    command = submit_command(
+        spark_submit=str(Path(sys.executable).parent / "spark-submit"), master="local[*]", driver_memory=memory,
+        conf=["spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1", "spark.ui.enabled=false"],
+        params=work / "params.json", summary=work / "summary.json",
+    )  # fmt: skip
     started = time.monotonic()
     with open(work / "log.txt", "wb") as log:
         child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,

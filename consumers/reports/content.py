@@ -13,12 +13,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pyarrow.dataset as ds
-from django.conf import settings
 from django.utils import timezone
 
 from ..models import Cluster
 from ..stats.models import ClusterDay, GroupDay
+from ..stats.selectors import LOW_COVERAGE, days_between, output_table
 
 # (key, header, kind): kind drives the XLSX number format and the PDF's alignment
 DETAIL_COLUMNS = [
@@ -59,7 +58,6 @@ SUMMARY_COLUMNS = [
 ]
 SUMMED = ("consumed", "produced", "retries", "dlq_arrivals", "incidents", "breach_minutes")
 WORST = ("lag_seconds_p95", "lag_max")
-LOW_COVERAGE = 0.9
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ class ReportContent:
 
 
 def periods_of(spec: ReportSpec) -> list:
-    days = [spec.first + dt.timedelta(days=n) for n in range((spec.last - spec.first).days + 1)]
+    days = days_between(spec.first, spec.last)
     if spec.granularity == "daily":
         return days
     return [dt.datetime.combine(d, dt.time(h), tzinfo=dt.UTC) for d in days for h in range(24)]
@@ -165,22 +163,9 @@ def _daily_rows(spec: ReportSpec) -> list[dict]:
 
 
 def _hourly_rows(spec: ReportSpec) -> list[dict]:
-    location = f"{settings.STATS_OUTPUT_URL.rstrip('/')}/group_hourly"
-    try:
-        dataset = ds.dataset(location, format="parquet", partitioning="hive")
-    except (FileNotFoundError, OSError):
-        return []
-    f = ds.field
-    wanted = (
-        f("cluster").isin(list(spec.clusters))
-        & (f("date") >= spec.first.isoformat())
-        & (f("date") <= spec.last.isoformat())
-    )
-    rows = []
-    for row in dataset.to_table(filter=wanted).to_pylist():
-        if _matches(row["group"], spec):
-            rows.append({**row, "period": row["hour"]})
-    return rows
+    table = output_table("group_hourly", list(spec.clusters), spec.first, spec.last)
+    rows = table.to_pylist() if table is not None else []
+    return [{**row, "period": row["hour"]} for row in rows if _matches(row["group"], spec)]
 
 
 def _cluster_coverage(spec: ReportSpec) -> dict[str, float | None]:

@@ -8,19 +8,19 @@ import datetime as dt
 from io import BytesIO
 
 from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.styles import Font
 
 from ..csvstream import csv_writer
 from ..live import snapshots
 from ..models import Cluster
 from .csvfile import cell
+from .xlsx import write_sheet
 
 COLUMNS = [
-    ("cluster", "cluster"), ("group", "group"), ("topic", "topic"), ("broker", "broker"), ("queue_id", "queue"),
-    ("retry", "retry topic"), ("max", "broker offset"), ("consumer", "consumer offset"), ("lag", "lag (msgs)"),
-    ("lag_seconds", "lag (s)"), ("last_consumed", "last consumed (UTC)"), ("as_of", "read at (UTC)"),
-    ("status", "status"),
+    ("cluster", "cluster", "text"), ("group", "group", "text"), ("topic", "topic", "text"),
+    ("broker", "broker", "text"), ("queue_id", "queue", "int"), ("retry", "retry topic", "bool"),
+    ("max", "broker offset", "int"), ("consumer", "consumer offset", "int"), ("lag", "lag (msgs)", "int"),
+    ("lag_seconds", "lag (s)", "float"), ("last_consumed", "last consumed (UTC)", "datetime"),
+    ("as_of", "read at (UTC)", "datetime"), ("status", "status", "text"),
 ]  # fmt: skip
 
 
@@ -50,36 +50,14 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "") -> list[di
 
 def live_csv_lines(rows: list[dict]):
     writer = csv_writer()
-    yield writer.writerow([label for _, label in COLUMNS])
+    yield writer.writerow([label for _, label, _ in COLUMNS])
     for row in rows:
-        yield writer.writerow([cell(row[key]) for key, _ in COLUMNS])
+        yield writer.writerow([cell(row[key]) for key, _, _ in COLUMNS])
 
 
 def live_xlsx(rows: list[dict]) -> bytes:
     book = Workbook(write_only=True)
-    sheet = book.create_sheet("Lag now")
-    sheet.freeze_panes = "C2"
-    header = []
-    for _, label in COLUMNS:
-        heading = WriteOnlyCell(sheet, value=label)
-        heading.font = Font(bold=True)
-        header.append(heading)
-    sheet.append(header)
-    for row in rows:
-        cells = []
-        for key, _ in COLUMNS:
-            value = row[key]
-            if isinstance(value, dt.datetime):
-                value = value.replace(tzinfo=None)  # UTC, as the header says
-            item = WriteOnlyCell(sheet, value=value)
-            if isinstance(value, dt.datetime):
-                item.number_format = "yyyy-mm-dd hh:mm:ss"
-            elif isinstance(value, float):
-                item.number_format = "#,##0.0"
-            elif isinstance(value, int) and not isinstance(value, bool):
-                item.number_format = "#,##0"
-            cells.append(item)
-        sheet.append(cells)
+    write_sheet(book, "Lag now", COLUMNS, rows)
     buffer = BytesIO()
     book.save(buffer)
     return buffer.getvalue()

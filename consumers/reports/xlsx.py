@@ -15,17 +15,18 @@ from openpyxl.utils import get_column_letter
 
 from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
 
-NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@"}
-WIDTHS = {"text": 28, "period": 18, "percent": 10, "int": 13, "float": 13}
+NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@",
+                  "datetime": "yyyy-mm-dd hh:mm:ss", "bool": "General"}  # fmt: skip
+WIDTHS = {"text": 28, "period": 18, "percent": 10, "int": 13, "float": 13, "datetime": 20, "bool": 8}
 BOLD = Font(bold=True)
 
 
 def write_xlsx(content: ReportContent, path: Path) -> None:
     book = Workbook(write_only=True)
     _about(book, content)
-    _table(book, "Summary", SUMMARY_COLUMNS, content.summary, hourly=False)
+    write_sheet(book, "Summary", SUMMARY_COLUMNS, content.summary)
     name = "Daily" if content.spec.granularity == "daily" else "Hourly"
-    _table(book, name, DETAIL_COLUMNS, content.detail, hourly=content.spec.granularity == "hourly")
+    write_sheet(book, name, DETAIL_COLUMNS, content.detail, hourly=content.spec.granularity == "hourly")
     book.save(path)
 
 
@@ -60,7 +61,9 @@ def _about(book: Workbook, content: ReportContent) -> None:
         sheet.append([label_cell, value_cell])
 
 
-def _table(book: Workbook, title: str, columns, rows: list[dict], *, hourly: bool) -> None:
+def write_sheet(book: Workbook, title: str, columns, rows: list[dict], *, hourly: bool = False) -> None:
+    """A sheet of `rows` under `columns` ((key, header, kind) triples): typed, formatted cells,
+    the header row frozen and filterable."""
     sheet = book.create_sheet(title)
     sheet.freeze_panes = "C2"  # the header row and the cluster and group columns stay in view
     for index, (_, _, kind) in enumerate(columns, start=1):

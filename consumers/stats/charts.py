@@ -10,7 +10,7 @@ import json
 import plotly.graph_objects as go
 
 from ..live.health import SEVERITY
-from .selectors import coverage_gaps
+from .selectors import LOW_COVERAGE, coverage_gaps
 
 HEIGHT = 300
 # worst first, as in live/health.py; the heat-map colours a cell by its worst state
@@ -66,7 +66,7 @@ def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -
     if missing:
         notes.append(f"{len(missing)} of {len(days)} {_unit(days)} without statistics")
     if low:
-        notes.append(f"{len(low)} {_unit(days, len(low))} with coverage under 90 % (shaded)")
+        notes.append(f"{len(low)} {_unit(days, len(low))} with coverage under {LOW_COVERAGE * 100:.0f} % (shaded)")
     return notes
 
 

@@ -27,9 +27,9 @@ from ..changes.models import ChangeRequest, State
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
 from .models import ClusterDay, GroupDay, RunDay, StatsRun
-from .session import spark_environment
+from .selectors import days_between
+from .session import spark_environment, submit_command
 
-JOB_FILE = Path(__file__).with_name("job.py")
 ERROR_TAIL_LINES = 40
 MAX_DAYS = 366
 
@@ -60,7 +60,7 @@ def request_run(request: RunRequest, *, trigger: str, user=None) -> StatsRun:
     names = list(clusters.values_list("name", flat=True))
     if not names:
         raise RunRefused("no cluster is configured")
-    days = [request.first + dt.timedelta(days=n) for n in range((request.last - request.first).days + 1)]
+    days = days_between(request.first, request.last)
     try:
         with transaction.atomic():
             run = StatsRun.objects.create(
@@ -130,11 +130,14 @@ def console_resets(run: StatsRun) -> list[dict]:
 
 
 def spark_command(params_path: Path, summary_path: Path) -> list[str]:
-    command = [settings.STATS_SPARK_SUBMIT, "--master", settings.STATS_SPARK_MASTER]
-    command += ["--driver-memory", settings.STATS_DRIVER_MEMORY]
-    for pair in settings.STATS_SPARK_CONF:
-        command += ["--conf", pair]
-    return [*command, str(JOB_FILE), "--params", str(params_path), "--summary", str(summary_path)]
+    return submit_command(
+        spark_submit=settings.STATS_SPARK_SUBMIT,
+        master=settings.STATS_SPARK_MASTER,
+        driver_memory=settings.STATS_DRIVER_MEMORY,
+        conf=settings.STATS_SPARK_CONF,
+        params=params_path,
+        summary=summary_path,
+    )
 
 
 def execute_run(run_id: int) -> StatsRun:

@@ -58,23 +58,28 @@ def top_lists(cluster: str, first: dt.date, last: dt.date, limit: int = 10) -> d
     }
 
 
-def health_cells(cluster: str, group: str, first: dt.date, last: dt.date) -> dict[tuple[dt.date, int], dict]:
-    """(day, hour) -> {state: minutes} from the job's group_health table."""
-    location = f"{settings.STATS_OUTPUT_URL.rstrip('/')}/group_health"
+def output_table(name: str, clusters: list[str], first: dt.date, last: dt.date, *, columns=None, where=None):
+    """Rows of one of the job's Parquet tables for the clusters and days (None: the job has
+    not written it yet). `where` narrows further (a pyarrow expression)."""
+    location = f"{settings.STATS_OUTPUT_URL.rstrip('/')}/{name}"
     try:
         dataset = ds.dataset(location, format="parquet", partitioning="hive")
     except (FileNotFoundError, OSError):
-        return {}
-    field = ds.field
-    table = dataset.to_table(
-        columns=["date", "hour", "state", "minutes"],
-        filter=(field("cluster") == cluster)
-        & (field("date") >= first.isoformat())
-        & (field("date") <= last.isoformat())
-        & (field("group") == group),
+        return None
+    wanted = (
+        ds.field("cluster").isin(list(clusters))
+        & (ds.field("date") >= first.isoformat())
+        & (ds.field("date") <= last.isoformat())
     )
+    return dataset.to_table(columns=columns, filter=wanted if where is None else wanted & where)
+
+
+def health_cells(cluster: str, group: str, first: dt.date, last: dt.date) -> dict[tuple[dt.date, int], dict]:
+    """(day, hour) -> {state: minutes} from the job's group_health table."""
+    table = output_table("group_health", [cluster], first, last, columns=["hour", "state", "minutes"],
+                         where=ds.field("group") == group)  # fmt: skip
     cells: dict[tuple[dt.date, int], dict] = defaultdict(dict)
-    for row in table.to_pylist():
+    for row in table.to_pylist() if table is not None else []:
         hour = row["hour"]
         cells[(hour.date(), hour.hour)][row["state"]] = row["minutes"]
     return cells

@@ -51,3 +51,16 @@ def spark_environment(extra_path: str | None = None) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [repository, extra_path, env.get("PYTHONPATH")]))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
+
+
+JOB_FILE = Path(__file__).with_name("job.py")
+
+
+def submit_command(
+    *, spark_submit: str, master: str, driver_memory: str, conf: list[str], params: Path, summary: Path
+) -> list[str]:
+    """The spark-submit command line of the statistics job (`conf`: "key=value" pairs)."""
+    command = [spark_submit, "--master", master, "--driver-memory", driver_memory]
+    for pair in conf:
+        command += ["--conf", pair]
+    return [*command, str(JOB_FILE), "--params", str(params), "--summary", str(summary)]

@@ -223,3 +223,28 @@ def test_a_thousand_groups_over_thirty_days_with_progress(db, settings, tmp_path
     assert len(rows) == 30_001 and rows[-1][1] == "group-0999" and rows[-1][5] == "999"
     daily = load_workbook(io.BytesIO(read(report, "xlsx")), read_only=True)["Daily"]
     assert sum(1 for _ in daily.iter_rows(values_only=True)) == 30_001
+
+
+def test_report_now_from_the_live_snapshot(days, viewer_client, redis):
+    from devstack.synthetic import group, publish
+
+    publish(Cluster.objects.get(name="east"), redis, [group("orders", lag=6), group("payments", lag=0)])
+    response = viewer_client.get("/reports/now.csv?cluster=east&group_filter=ord")
+    assert response.status_code == 200 and "lag-now-east-" in response["Content-Disposition"]
+    body = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    # lag 6 over four queues of max offset 100: 2, 2, 1, 1 (devstack.synthetic.group)
+    assert [(r["group"], r["queue"], r["consumer offset"], r["lag (msgs)"], r["status"]) for r in rows] == [
+        ("orders", "0", "98", "2", "ok"), ("orders", "1", "98", "2", "ok"),
+        ("orders", "2", "99", "1", "ok"), ("orders", "3", "99", "1", "ok"),
+    ]  # fmt: skip
+    assert "c1" not in body and "127.0.0.1" not in body  # no client ids or addresses
+    sheet = load_workbook(io.BytesIO(viewer_client.get("/reports/now.xlsx?cluster=east").content))["Lag now"]
+    values = [[c.value for c in row] for row in sheet.iter_rows(min_row=2)]
+    assert sorted((v[1], v[4], v[8]) for v in values) == [("orders", 0, 2), ("orders", 1, 2), ("orders", 2, 1),
+                                                           ("orders", 3, 1), ("payments", 0, 0), ("payments", 1, 0),
+                                                           ("payments", 2, 0), ("payments", 3, 0)]  # fmt: skip
+    assert isinstance(values[0][11], dt.datetime) and sheet.freeze_panes == "C2"
+    assert AuditEvent.objects.filter(action="report-download", details__report="now").count() == 2
+    assert viewer_client.get("/reports/now.pdf").status_code == 400
+    assert viewer_client.get("/reports/now.csv?cluster=west").status_code == 400

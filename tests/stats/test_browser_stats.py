@@ -44,7 +44,9 @@ def week(spark, settings, tmp_path, redis, personas):
               "last": last.isoformat(), "as_of": timezone.now().isoformat(), "slo_overrides": [],
               "clusters": [{"cluster": "shop", "interval_seconds": 60, "slo_seconds": 300.0}]}  # fmt: skip
     summary = job.run(spark, params)
-    run = StatsRun.objects.create(first=first, last=last, clusters=["shop"], trigger="command", master="local[2]")
+    run = StatsRun.objects.create(first=first, last=last, clusters=["shop"], trigger="command", master="local[2]",
+                                  state="succeeded", input_rows=sum(summary["input_rows"].values()),
+                                  output_rows=sum(summary["output_rows"].values()))  # fmt: skip
     load_summary(run, summary)
     publish(cluster, redis, [group(GROUP, lag=40)])  # the group page needs a live snapshot
     return first, last
@@ -94,6 +96,17 @@ def test_statistics_charts_and_a_downloaded_report(page, live_server, week, monk
     assert load_workbook(saved["xlsx"]).sheetnames == ["About", "Summary", "Daily"]
     text = subprocess.run(["pdftotext", str(saved["pdf"]), "-"], capture_output=True, check=True).stdout.decode()
     assert GROUP in text
+    # report now: the live snapshot's queues, downloaded from the same page
+    page.goto(f"{base}/reports/")
+    with page.expect_download() as download:
+        page.click("#now-csv")
+    now = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    assert {(r["group"], r["lag (msgs)"]) for r in now} == {(GROUP, "10")}  # lag 40 over four queues
+
+    # the Jobs page lists the run that computed these statistics
+    page.goto(f"{base}/stats/jobs/")
+    row = page.locator("#runs tr[data-run]").first
+    assert row.get_attribute("data-state") == "succeeded" and "local[2]" in row.inner_text()
     if shots:
         subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", str(saved["pdf"]),
                         str(Path(shots) / "report-page")], check=True)  # fmt: skip
