@@ -228,6 +228,6 @@ def test_an_operator_browses_a_dlq_and_watches_a_redrive(
 
 
 def redrive_run(pk: int):
-    from consumers.dlq.redrive import run_job
+    from consumers.dlq.runner import run_job
 
     return run_job(pk)

@@ -53,14 +53,14 @@ def housekeeping() -> None:
 
 def _run_approved_redrive(request: ChangeRequest) -> str:
     """An approved redrive request runs its job; the request ends as the job ends."""
-    from ..dlq import redrive
+    from ..dlq import redrive, runner
     from ..dlq.models import RedriveJob
 
     claimed = workflow.transition(request, {State.APPROVED}, State.RUNNING, actor=workflow.SYSTEM, action="run")
     if claimed is None:
         return "another worker has it"
     redrive.approved(claimed)
-    job = redrive.run_job(claimed.redrive_job.pk) or RedriveJob.objects.get(change_request=claimed)
+    job = runner.run_job(claimed.redrive_job.pk) or RedriveJob.objects.get(change_request=claimed)
     final = {RedriveJob.State.DONE: State.DONE, RedriveJob.State.FAILED: State.PARTIAL if job.moved else State.FAILED}
     if job.state in final:
         workflow.transition(

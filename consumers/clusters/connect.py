@@ -10,6 +10,7 @@ credentials and the read-only flag are applied the same way everywhere.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -76,15 +77,19 @@ def run_on_cluster(
 
 
 class ClusterSession:
-    """One admin client kept open for a job of many steps (a redrive's windows): its event loop
+    """Admin clients kept open for a job of many steps (a redrive's windows): their event loop
     runs in a thread of its own, so connections, routes and queue caches outlive each step
-    while the caller stays synchronous Django code between steps (checkpoints, records)."""
+    while the caller stays synchronous Django code between steps (checkpoints, records).
+
+    `client` sends; `reader` is a second client with connections of its own, so reads of the
+    next step are not queued behind the requests of the step still in flight."""
 
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f"cluster-{cluster.name}", daemon=True)
         self.client: AdminClient | None = None
+        self.reader: AdminClient | None = None
 
     def _submit(self, coroutine: Awaitable[T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
@@ -93,21 +98,29 @@ class ClusterSession:
         self.thread.start()
         self.client = AdminClient(config=client_config(self.cluster))
         self._submit(self.client.__aenter__())
+        self.reader = AdminClient(config=client_config(self.cluster))
+        self._submit(self.reader.__aenter__())
         return self
 
     def run(self, work: Callable[[AdminClient], Awaitable[T]], *, seconds: float) -> T:
         """One step: `work(client)` within `seconds`."""
+        return self.start(work, seconds=seconds).result()
+
+    def start(self, work: Callable[[AdminClient], Awaitable[T]], *, seconds: float) -> concurrent.futures.Future[T]:
+        """Begin a step without waiting for it, so the caller can write to the database while
+        the broker work goes on; `.result()` waits for it."""
 
         async def bounded() -> T:
             with deadline(seconds):
                 return await work(self.client)
 
-        return self._submit(bounded())
+        return asyncio.run_coroutine_threadsafe(bounded(), self.loop)
 
     def close(self) -> None:
         try:
-            if self.client is not None:
-                self._submit(self.client.__aexit__(None, None, None))
+            for client in (self.reader, self.client):
+                if client is not None:
+                    self._submit(client.__aexit__(None, None, None))
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)

@@ -191,22 +191,27 @@ def next_cursor_upper(cursor: dict[str, int] | None, queues: list[DlqQueue], sou
 
 
 async def scan(
-    client: AdminClient, group: str, selection: Selection, queues: list[DlqQueue] | None = None
+    client: AdminClient,
+    group: str,
+    selection: Selection,
+    queues: list[DlqQueue] | None = None,
+    *,
+    pulls_at_once: int = 8,
 ) -> AsyncIterator[tuple[DlqQueue, Message]]:
-    """Every matching message, oldest first, queue by queue."""
+    """Every matching message, oldest first, queue by queue: `pulls_at_once` pulls pipelined on
+    one connection, then the next ones."""
     for q in queues if queues is not None else await dlq_queues(client, group):
         mq = MessageQueue(dlq_topic(group), q.broker, q.queue_id)
         offset = q.min
         while offset < q.max:
-            # eight pulls at once (pipelined on one connection), then the next eight
-            starts = range(offset, min(q.max, offset + CHUNK * 8), CHUNK)
+            starts = range(offset, min(q.max, offset + CHUNK * pulls_at_once), CHUNK)
             chunks = await asyncio.gather(
                 *(client.messages.pull_range(mq, start, min(q.max, start + CHUNK)) for start in starts)
             )
             for m in (m for chunk in chunks for m in chunk):
                 if selection.matches(m):
                     yield q, m
-            offset = min(q.max, offset + CHUNK * 8)
+            offset = min(q.max, offset + CHUNK * pulls_at_once)
 
 
 async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message | None:

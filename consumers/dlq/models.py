@@ -3,7 +3,7 @@
 A job reads a group's dead-letter queue (%DLQ%<group>, one queue on each broker that holds
 it) from a checkpoint per source queue and sends the selected messages to a target, at a
 rate. `RedrivenMessage` rows say, for each source message, which job sent it, when and where:
-the DLQ page shows them, and a resumed job trusts them (see redrive.py on exactly-once).
+the DLQ page shows them, and a resumed job trusts them (see runner.py on exactly-once).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from django.conf import settings
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=settings.REDRIVE_TIME_LIMIT,
              time_limit=settings.REDRIVE_TIME_LIMIT + 30)  # fmt: skip
 def run_redrive(job_id: int) -> str:
-    from .redrive import run_job
+    from .runner import run_job
 
     job = run_job(job_id)
     return job.state if job else "another worker has it"

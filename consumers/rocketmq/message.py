@@ -174,6 +174,8 @@ def _read_host(data, pos: int, ipv6: int) -> tuple[str, int]:
     width = 16 if ipv6 else 4
     raw, pos = _read_bytes(data, pos, width)
     port = _I32.unpack_from(data, pos)[0]
+    if not ipv6:  # written out: ipaddress costs more than the rest of a message's decoding
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{port}", pos + 4
     return f"{ipaddress.ip_address(raw)}:{port}", pos + 4
 
 

@@ -146,14 +146,19 @@ class RemotingClient:
         return response
 
     async def invoke_many(
-        self, requests: list[tuple[str, int, dict | None]], *, timeout: float | None = None
-    ) -> list[RemotingCommand | RocketMQError]:
-        """Send many (address, code, ext fields) requests pipelined and return each answer,
-        or its typed transport error, in order.
+        self, requests: list[tuple[str, int, dict | None] | tuple[str, int, dict | None, bytes]], *,
+        timeout: float | None = None,
+    ) -> list[RemotingCommand | RocketMQError]:  # fmt: skip
+        """Send many (address, code, ext fields[, body]) requests pipelined and return each
+        answer, or its typed transport error, in order.
 
         No task or coroutine per request: a window of at most max_in_flight requests is kept
         full from completion callbacks. This is what a snapshot of thousands of groups runs
-        on; one request per coroutine would cost more than encoding and parsing them."""
+        on; one request per coroutine would cost more than encoding and parsing them.
+
+        The limit is shared with every other request of this client: when other requests hold
+        every place, the batch waits in the same queue as `invoke` for a place to be released,
+        and a place it releases that it does not need goes to the next in that queue."""
         loop = asyncio.get_running_loop()
         results: list = [None] * len(requests)
         if not requests:
@@ -165,7 +170,7 @@ class RemotingClient:
             except RocketMQError as exc:
                 connections[address] = exc
         finished = loop.create_future()
-        state = {"next": 0, "open": len(requests)}
+        state = {"next": 0, "open": len(requests), "mine": 0}
 
         def complete(index: int, outcome) -> None:
             results[index] = outcome
@@ -175,6 +180,7 @@ class RemotingClient:
 
         def on_answer(index: int, address: str, future: asyncio.Future) -> None:
             self._in_flight -= 1
+            state["mine"] -= 1
             if future.cancelled():
                 outcome = ConnectError("request cancelled", address=address)
             else:
@@ -183,22 +189,40 @@ class RemotingClient:
                     outcome = DeadlineExceeded(f"deadline passed: {outcome}", address=address)
             complete(index, outcome)
             send()
+            if self._in_flight < self.config.max_in_flight:
+                self._wake_next()
 
         def send() -> None:
+            if finished.done():
+                return  # the caller is gone (cancelled)
             while state["next"] < len(requests) and self._in_flight < self.config.max_in_flight:
                 index = state["next"]
                 state["next"] += 1
-                address, code, ext_fields = requests[index]
+                request = requests[index]
+                address, code, ext_fields = request[0], request[1], request[2]
                 connection = connections[address]
                 try:
                     if isinstance(connection, RocketMQError):
                         raise connection
-                    future = connection.request(self._command(code, ext_fields, b""), wait)
+                    body = request[3] if len(request) > 3 else b""
+                    future = connection.request(self._command(code, ext_fields, body), wait)
                 except RocketMQError as exc:
                     complete(index, _copy(exc))
                     continue
                 self._in_flight += 1
+                state["mine"] += 1
                 future.add_done_callback(functools.partial(on_answer, index, address))
+            if state["next"] < len(requests) and state["mine"] == 0:
+                # every place is held by other requests: wait for one to be released
+                waiter = loop.create_future()
+                waiter.add_done_callback(on_place)
+                self._waiting.append(waiter)
+
+        def on_place(_waiter: asyncio.Future) -> None:
+            if finished.done():
+                self._wake_next()  # handed a place this batch will not use
+            else:
+                send()
 
         wait, bound_by_deadline = self._timeout(timeout)
         send()

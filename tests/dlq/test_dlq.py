@@ -20,7 +20,7 @@ from django.db import connection
 
 from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor, ChangeRefused, approve
-from consumers.dlq import redrive
+from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob, RedrivenMessage
 from consumers.models import Cluster
@@ -131,7 +131,7 @@ def test_redrive_back_to_the_group_reaches_only_that_group_once_each(
     assert response.status_code == 302
     job = RedriveJob.objects.get(group=dead["group"])
     assert queued == [job.pk] and job.total == dead["expected"]
-    assert redrive.run_job(job.pk).state == "done"  # what the worker does with the queued task
+    assert runner.run_job(job.pk).state == "done"  # what the worker does with the queued task
     # matched by key (the DLQ copy's ORIGIN_MESSAGE_ID is the original's offset id, not its client id)
     wanted = {m.key for m in dead["doomed"].values()} | {f"special-{k}" for k in dead["special"]}
 
@@ -153,7 +153,7 @@ def test_redrive_to_the_original_topic_reaches_every_subscriber(personas, cluste
         actor=Actor(personas["operator"]), cluster=cluster, group=dead["group"],
         selection=Selection(tag="bin"), target="original", rate=100,
     )  # fmt: skip
-    assert redrive.run_job(job.pk).state == "done" and job.total == 1
+    assert runner.run_job(job.pk).state == "done" and job.total == 1
     for consumer in (healthy, dead["everyone"]):
         consumer.wait_delivered(
             lambda ds: any(e.get("key") == "special-binary" and e.get("redriveJob") == str(job.pk) for e in ds),
@@ -210,26 +210,26 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
     personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch
 ):
     monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)  # the test runs the worker
-    monkeypatch.setattr(redrive, "WINDOW", 32)  # controls act between windows: small ones act fast
+    monkeypatch.setattr(runner, "WINDOW", 32)  # controls act between windows: small ones act fast
     group, target = names.group("ctl"), create_topic(names.topic("ctl-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     actor = Actor(personas["operator"])
     job = redrive.plan_redrive(actor=actor, cluster=cluster, group=group, selection=Selection(), target="topic",
                                target_topic=target, rate=100)  # fmt: skip
-    runner = threading.Thread(target=lambda: (redrive.run_job(job.pk), connection.close()))
-    runner.start()
+    worker = threading.Thread(target=lambda: (runner.run_job(job.pk), connection.close()))
+    worker.start()
     wait(lambda: RedriveJob.objects.get(pk=job.pk).moved > 0, 30, "the job moves")
     redrive.pause(job, actor=actor)
-    runner.join()
+    worker.join()
     paused = RedriveJob.objects.get(pk=job.pk)
     assert paused.state == "paused" and 0 < paused.moved < 600
     assert len(target_messages(namesrv, target)) == paused.moved
     redrive.resume(paused, actor=actor)
-    runner = threading.Thread(target=lambda: (redrive.run_job(job.pk), connection.close()))
-    runner.start()
+    worker = threading.Thread(target=lambda: (runner.run_job(job.pk), connection.close()))
+    worker.start()
     wait(lambda: RedriveJob.objects.get(pk=job.pk).moved > paused.moved, 30, "the job moves again")
     redrive.cancel(job, actor=actor)
-    runner.join()
+    worker.join()
     cancelled = RedriveJob.objects.get(pk=job.pk)
     assert cancelled.state == "cancelled" and paused.moved < cancelled.moved < 600
     time.sleep(1)
@@ -239,12 +239,12 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
 def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
 ):
-    monkeypatch.setattr(redrive, "WINDOW", 256)  # 600 messages: three windows
+    monkeypatch.setattr(runner, "WINDOW", 256)  # 600 messages: three windows
     group, target = names.group("kill"), create_topic(names.topic("kill-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=5000)  # fmt: skip
-    real, calls = redrive.record_sent, []
+    real, calls = runner.record_sent, []
 
     def dies_before_recording_the_second_window(job, source, sent, at):
         calls.append(len(sent))
@@ -252,13 +252,13 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
             raise KeyboardInterrupt("killed between sending and recording")
         return real(job, source, sent, at)
 
-    monkeypatch.setattr(redrive, "record_sent", dies_before_recording_the_second_window)
+    monkeypatch.setattr(runner, "record_sent", dies_before_recording_the_second_window)
     with pytest.raises(KeyboardInterrupt):
-        redrive.run_job(job.pk)
-    assert RedrivenMessage.objects.filter(job=job).count() == redrive.WINDOW  # the second went out unrecorded
-    monkeypatch.setattr(redrive, "record_sent", real)
+        runner.run_job(job.pk)
+    assert RedrivenMessage.objects.filter(job=job).count() == runner.WINDOW  # the second went out unrecorded
+    monkeypatch.setattr(runner, "record_sent", real)
     settings.CHANGE_RUN_STALE_SECONDS = 0
-    done = redrive.run_job(job.pk)
+    done = runner.run_job(job.pk)
     assert done.state == "done" and done.moved == 600
     stored = target_messages(namesrv, target)
     sources = Counter(m.properties["REDRIVE_SOURCE"] for m in stored)

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from consumers.rocketmq import AdminClient
+from consumers.rocketmq import AdminClient, RocketMQError
 from consumers.rocketmq.codes import retry_topic
-from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
-from devstack.mqadmin import parse_consumer_config, parse_consumer_progress, parse_reset_offset
+from consumers.rocketmq.models import MessageQueue, Outgoing, SubscriptionGroupConfig, TopicConfig
+from devstack.mqadmin import parse_consumer_config, parse_consumer_progress, parse_reset_offset, parse_topic_status
 from tests.conftest import run
 from tests.support.scenarios import wait, wait_committed
 
@@ -174,6 +174,29 @@ def test_sent_messages_reach_consumers_also_through_the_retry_topic(traffic, nam
     assert by_id[big.msg_id]["topic"] == topic
     # through %RETRY%: the client restores the original topic and keeps the reconsume count
     assert by_id[retried.msg_id]["topic"] == topic and by_id[retried.msg_id]["reconsumeTimes"] == 3
+
+
+def test_batched_sends_spread_over_the_queues_and_report_each_outcome(traffic, names, create_topic, namesrv, mqadmin):
+    topic, group = create_topic(names.topic("many"), queues=4), names.group("many")
+    read_only = create_topic(names.topic("many-ro"), perm=4)
+    consumer = traffic.consume(group, topic)
+    batch = [Outgoing(topic, f"m{i}".encode(), {"KEYS": f"k-{i}"}, unique_key=f"{i:032X}") for i in range(200)]
+    batch.append(Outgoing(read_only, b"refused", {}))
+
+    async def send():
+        async with AdminClient(namesrv) as client:
+            return await client.actions.send_messages(batch)
+
+    *sent, refused = run(send())
+    assert [r.msg_id for r in sent] == [f"{i:032X}" for i in range(200)] and {r.status for r in sent} == {"SEND_OK"}
+    assert isinstance(refused, RocketMQError) and "no writable queue" in str(refused)  # typed, not raised
+    # round robin over 2 brokers x 4 queues: 25 each, where mqadmin's topicStatus counts them
+    status = parse_topic_status(mqadmin.run("topicStatus", "-t", topic).out)
+    stored = {(row.broker, row.queue_id): row.max_offset - row.min_offset for row in status}
+    assert Counter((r.queue.broker_name, r.queue.queue_id) for r in sent) == stored
+    assert len(stored) == 8 and set(stored.values()) == {25}
+    wait(lambda: len(consumer.events("acked")) >= 200, 60, "all consumed")
+    assert {e["key"] for e in consumer.events("acked")} == {f"k-{i}" for i in range(200)}
 
 
 def test_consume_message_directly_runs_a_live_consumers_listener(traffic, names, create_topic, namesrv):

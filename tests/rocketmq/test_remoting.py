@@ -7,11 +7,13 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import json
 import time
 
 import pytest
 
 from consumers.rocketmq import (
+    AdminClient,
     ConnectError,
     ConnectionClosed,
     Credentials,
@@ -195,6 +197,36 @@ def test_batches_keep_at_most_max_in_flight_requests_outstanding_and_report_each
     run(scenario())
 
 
+def test_batches_and_single_requests_share_the_limit_without_stalling():
+    """Two batches at once with single requests among them: a batch that finds every place
+    taken waits for one (it used to wait forever), and places a batch no longer needs go to
+    the single requests waiting for them."""
+
+    async def slow(broker, request, writer):
+        await asyncio.sleep(0.01)
+        writer.write(response_frame(request, ext={"n": request.ext_fields["n"]}, body=request.body))
+
+    async def scenario():
+        broker = await FakeBroker(slow).start()
+        client = client_for(broker.address, max_in_flight=4)
+        first = [(broker.address, 310, {"n": f"a{i}"}, f"body a{i}".encode()) for i in range(30)]
+        second = [(broker.address, 310, {"n": f"b{i}"}) for i in range(30)]
+        singles = [client.invoke(broker.address, 10, {"n": f"s{i}"}) for i in range(10)]
+        answers = await asyncio.wait_for(
+            asyncio.gather(client.invoke_many(first), client.invoke_many(second), *singles), 10
+        )
+        a, b, *s = answers
+        assert [x.ext_fields["n"] for x in a] == [f"a{i}" for i in range(30)]
+        assert [x.body for x in a] == [f"body a{i}".encode() for i in range(30)]  # bodies went out
+        assert [x.ext_fields["n"] for x in b] == [f"b{i}" for i in range(30)]
+        assert [x.ext_fields["n"] for x in s] == [f"s{i}" for i in range(10)]
+        assert broker.max_in_flight == 4
+        await client.close()
+        await broker.stop()
+
+    run(scenario())
+
+
 def test_requests_are_signed_when_credentials_are_given():
     async def scenario():
         broker = await FakeBroker().start()
@@ -284,5 +316,37 @@ def test_closing_fails_pending_requests_and_refuses_new_ones():
         with pytest.raises(ConnectError, match="closed"):
             await client.invoke(broker.address, 10)
         await broker.stop()
+
+    run(scenario())
+
+
+def test_concurrent_askers_of_one_route_share_one_name_server_request():
+    """A thousand sends started at once on a cold cache ask for the target's route once; a
+    caller that wants a fresh answer (max_age=0) still gets its own request."""
+    route = json.dumps({
+        "queueDatas": [{"brokerName": "b", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}],
+        "brokerDatas": [{"cluster": "c", "brokerName": "b", "brokerAddrs": {"0": "127.0.0.1:1"}}],
+    }).encode()  # fmt: skip
+
+    async def slow_route(broker, request, writer):
+        await asyncio.sleep(0.1)
+        if request.ext_fields["topic"] == "missing":
+            writer.write(response_frame(request, code=ResponseCode.TOPIC_NOT_EXIST, remark="no route"))
+        else:
+            writer.write(response_frame(request, body=route))
+
+    async def scenario():
+        namesrv = await FakeBroker(slow_route).start()
+        client = AdminClient(namesrv.address)
+        routes = await asyncio.gather(*(client.topology.topic_route("T") for _ in range(200)))
+        assert len(namesrv.requests) == 1 and all(r is routes[0] for r in routes)
+        assert routes[0].master_addrs() == {"b": "127.0.0.1:1"}
+        missing = await asyncio.gather(*(client.topology.topic_route("missing") for _ in range(50)),
+                                       return_exceptions=True)  # fmt: skip
+        assert len(namesrv.requests) == 2 and all(isinstance(m, TopicNotFound) for m in missing)
+        await asyncio.gather(*(client.topology.topic_route("T", max_age=0) for _ in range(3)))
+        assert len(namesrv.requests) == 5
+        await client.close()
+        await namesrv.stop()
 
     run(scenario())

@@ -1,6 +1,6 @@
 """Typed results of admin operations (dataclasses built from broker bodies)."""
 
-from .actions import BrokerReset, ConsumeMessageDirectlyResult, PullResult, ResetOffsetResult, SendResult
+from .actions import BrokerReset, ConsumeMessageDirectlyResult, Outgoing, PullResult, ResetOffsetResult, SendResult
 from .progress import (
     ClientConnection,
     ConsumerConnection,
@@ -47,6 +47,7 @@ __all__ = [
     "PullResult",
     "QueueData",
     "ResetOffsetResult",
+    "Outgoing",
     "SendResult",
     "StatsItem",
     "SubscriptionData",

@@ -9,6 +9,17 @@ from .topology import MessageQueue
 
 
 @dataclass(slots=True)
+class Outgoing:
+    """One message of a pipelined batch send (`Actions.send_messages`)."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str]
+    unique_key: str | None = None
+    reconsume_times: int | None = None
+
+
+@dataclass(slots=True)
 class SendResult:
     status: str  # SEND_OK, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE
     msg_id: str  # the client id (UNIQ_KEY) we set

@@ -16,6 +16,7 @@ from ..models import (
     BrokerReset,
     ConsumeMessageDirectlyResult,
     MessageQueue,
+    Outgoing,
     ResetOffsetResult,
     SendResult,
     SubscriptionGroupConfig,
@@ -181,55 +182,74 @@ class Actions(Operations):
         queue = queue or await self._pick_queue(topic)
         address = await self.client.topology.master_addr(queue.broker_name)
         props = dict(properties or {})
-        props["UNIQ_KEY"] = unique_key or props.get("UNIQ_KEY") or new_unique_id()
-        props["WAIT"] = "true"
         if tags:
             props["TAGS"] = tags
         if keys:
             props["KEYS"] = " ".join(keys)
-        sys_flag = 0
-        if compress and len(body) > COMPRESS_OVER:
-            body = zlib.compress(body, 5)
-            sys_flag |= FLAG_COMPRESSED
-        fields = {
-            "a": producer_group,
-            "b": topic,
-            "c": DEFAULT_TOPIC,
-            "d": 4,
-            "e": queue.queue_id,
-            "f": sys_flag,
-            "g": int(time.time() * 1000),
-            "h": 0,
-            "i": format_properties(props),
-            "j": reconsume_times,
-            "k": "false",
-            "l": max_reconsume_times,
-            "m": "false",
-            "n": queue.broker_name,
-        }
-        response = await self.remoting.call(address, RequestCode.SEND_MESSAGE_V2, fields, body, accept=_SEND_STATUS)
-        return SendResult(
-            status=_SEND_STATUS[response.code],
-            msg_id=props["UNIQ_KEY"],
-            offset_msg_id=response.ext_fields.get("msgId", ""),
-            queue=MessageQueue(topic, queue.broker_name, ext_int(response, "queueId", address=address)),
-            queue_offset=ext_int(response, "queueOffset", address=address),
+        fields, body = _send_request(
+            queue, body, props, unique_key, producer_group, reconsume_times, max_reconsume_times, compress
         )
+        response = await self.remoting.call(address, RequestCode.SEND_MESSAGE_V2, fields, body, accept=_SEND_STATUS)
+        return _send_result(response, queue, props["UNIQ_KEY"], address)
+
+    async def send_messages(
+        self, messages: list[Outgoing], *, producer_group: str = ADMIN_PRODUCER_GROUP
+    ) -> list[SendResult | RocketMQError]:
+        """Many SEND_MESSAGE_V2 pipelined through `invoke_many`, each to the next writable queue
+        of its topic; a result or typed error per message, in order. No coroutine per message:
+        this is what a redrive's windows go through."""
+        results: list[SendResult | RocketMQError | None] = [None] * len(messages)
+        queues: dict[str, list[MessageQueue] | RocketMQError] = {}
+        addresses: dict[str, str | RocketMQError] = {}
+        requests, sent = [], []
+        for index, m in enumerate(messages):
+            try:
+                if m.topic not in queues:
+                    queues[m.topic] = await _or_error(self._writable_queues(m.topic))
+                queue = self._next_queue(m.topic, _raise_error(queues[m.topic]))
+                if queue.broker_name not in addresses:
+                    addresses[queue.broker_name] = await _or_error(self.client.topology.master_addr(queue.broker_name))
+                address = _raise_error(addresses[queue.broker_name])
+            except RocketMQError as exc:
+                results[index] = exc  # this message cannot go; the others still do
+                continue
+            props = dict(m.properties)
+            fields, body = _send_request(
+                queue, m.body, props, m.unique_key, producer_group, m.reconsume_times, None, True
+            )
+            requests.append((address, RequestCode.SEND_MESSAGE_V2, fields, body))
+            sent.append((index, queue, props["UNIQ_KEY"], address))
+        answers = await self.remoting.invoke_many(requests)
+        for answer, (index, queue, unique_key, address) in zip(answers, sent, strict=True):
+            if not isinstance(answer, RocketMQError) and answer.code not in _SEND_STATUS:
+                answer = broker_error(answer.code, answer.remark, address=address, request="SEND_MESSAGE_V2")
+            try:
+                results[index] = answer if isinstance(answer, RocketMQError) else _send_result(
+                    answer, queue, unique_key, address
+                )  # fmt: skip
+            except ProtocolError as exc:
+                results[index] = exc
+        return results
 
     async def _pick_queue(self, topic: str) -> MessageQueue:
+        return self._next_queue(topic, await self._writable_queues(topic))
+
+    async def _writable_queues(self, topic: str) -> list[MessageQueue]:
         route = await self.client.topology.topic_route(topic)
         cached = self._writable.get(topic)
         if cached is not None and cached[0] is route:
-            queues = cached[1]  # the same (cached) route: the same queues, without rebuilding them per send
-        else:
-            masters = route.master_addrs()
-            queues = [
-                MessageQueue(topic, q.broker_name, i)
-                for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
-                if Perm.writable(q.perm) and q.broker_name in masters
-                for i in range(q.write_queue_nums)
-            ]
-            self._writable[topic] = (route, queues)
+            return cached[1]  # the same (cached) route: the same queues, without rebuilding them per send
+        masters = route.master_addrs()
+        queues = [
+            MessageQueue(topic, q.broker_name, i)
+            for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
+            if Perm.writable(q.perm) and q.broker_name in masters
+            for i in range(q.write_queue_nums)
+        ]
+        self._writable[topic] = (route, queues)
+        return queues
+
+    def _next_queue(self, topic: str, queues: list[MessageQueue]) -> MessageQueue:
         if not queues:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"topic {topic} has no writable queue on a live master")
         counter = self._round_robin.setdefault(topic, itertools.count())
@@ -306,3 +326,64 @@ def _reset_offsets(data: dict) -> dict[MessageQueue, int]:
         # ResetOffsetBodyForC: a list of {brokerName, offset, queueId, topic}
         return {MessageQueue.from_wire(e): int(e["offset"]) for e in table}
     return {MessageQueue.from_wire(k): int(v) for k, v in pairs(table)}
+
+
+def _send_request(
+    queue: MessageQueue,
+    body: bytes,
+    props: dict[str, str],
+    unique_key: str | None,
+    producer_group: str,
+    reconsume_times: int | None,
+    max_reconsume_times: int | None,
+    compress: bool,
+) -> tuple[dict, bytes]:
+    """The SEND_MESSAGE_V2 header fields and the body (compressed over COMPRESS_OVER, as Java
+    producers do); sets UNIQ_KEY and WAIT in `props`."""
+    props["UNIQ_KEY"] = unique_key or props.get("UNIQ_KEY") or new_unique_id()
+    props["WAIT"] = "true"
+    sys_flag = 0
+    if compress and len(body) > COMPRESS_OVER:
+        body = zlib.compress(body, 5)
+        sys_flag |= FLAG_COMPRESSED
+    fields = {
+        "a": producer_group,
+        "b": queue.topic,
+        "c": DEFAULT_TOPIC,
+        "d": 4,
+        "e": queue.queue_id,
+        "f": sys_flag,
+        "g": int(time.time() * 1000),
+        "h": 0,
+        "i": format_properties(props),
+        "j": reconsume_times,
+        "k": "false",
+        "l": max_reconsume_times,
+        "m": "false",
+        "n": queue.broker_name,
+    }
+    return fields, body
+
+
+def _send_result(response, queue: MessageQueue, unique_key: str, address: str) -> SendResult:
+    return SendResult(
+        status=_SEND_STATUS[response.code],
+        msg_id=unique_key,
+        offset_msg_id=response.ext_fields.get("msgId", ""),
+        queue=MessageQueue(queue.topic, queue.broker_name, ext_int(response, "queueId", address=address)),
+        queue_offset=ext_int(response, "queueOffset", address=address),
+    )
+
+
+async def _or_error(lookup):
+    """A lookup's value or its error, so that one failure is remembered for the whole batch."""
+    try:
+        return await lookup
+    except RocketMQError as exc:
+        return exc
+
+
+def _raise_error(value):
+    if isinstance(value, RocketMQError):
+        raise value
+    return value

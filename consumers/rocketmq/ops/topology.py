@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from ..codes import RequestCode, ResponseCode
 from ..errors import BrokerError, RocketMQError, TopicNotFound, TransportError
@@ -25,12 +27,30 @@ class Topology(Operations):
         # topic -> (fetched at, route), or (fetched at, the name server's "not found" error)
         self._routes: dict[str, tuple[float, TopicRoute | TopicNotFound]] = {}
         self._cluster: tuple[float, ClusterInfo] | None = None
+        self._fetching: dict[str, asyncio.Task] = {}
+
+    async def _shared(self, key: str, fetch: Callable[[], Awaitable]):
+        """One name-server request for every caller that asks for the same thing while it is in
+        flight: a thousand sends started at once on a cold cache would each ask for the route."""
+        task = self._fetching.get(key)
+        if task is None:
+            task = asyncio.ensure_future(fetch())
+            self._fetching[key] = task
+            task.add_done_callback(lambda t: (self._fetching.pop(key, None), t.cancelled() or t.exception()))
+        return await asyncio.shield(task)
 
     async def cluster_info(self, *, max_age: float = 0.0) -> ClusterInfo:
-        """Brokers and clusters from the name server; `max_age` allows a cached answer."""
+        """Brokers and clusters from the name server; `max_age` allows a cached answer (and an
+        answer already on its way)."""
         now = time.monotonic()
         if self._cluster and max_age > 0 and now - self._cluster[0] < max_age:
             return self._cluster[1]
+        if max_age > 0:
+            return await self._shared("cluster", self._fetch_cluster_info)
+        return await self._fetch_cluster_info()
+
+    async def _fetch_cluster_info(self) -> ClusterInfo:
+        now = time.monotonic()
         response = await self.remoting.call_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
         info = parse_body(response, ClusterInfo.from_wire, what="cluster info")
         self._cluster = (now, info)
@@ -51,6 +71,12 @@ class Topology(Operations):
                 missing = cached[1]
                 raise TopicNotFound(missing.code, missing.remark, address=missing.address, request="cached route")
             return cached[1]
+        if ttl > 0:
+            return await self._shared(f"route/{topic}", lambda: self._fetch_route(topic))
+        return await self._fetch_route(topic)
+
+    async def _fetch_route(self, topic: str) -> TopicRoute:
+        now = time.monotonic()
         try:
             response = await self.remoting.call_namesrv(
                 RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic, "acceptStandardJsonOnly": "true"}

@@ -1,0 +1,321 @@
+"""Running a redrive job: read the DLQ window by window, send each message once at the job's
+rate, and survive a worker that dies (planning and the controls are in `redrive.py`).
+
+Exactly once, by design:
+- The job's selection is fixed when it is planned: per source queue, the offsets [min, max)
+  of that moment (`bounds`); later dead letters are not part of it.
+- A worker claims the job with a conditional UPDATE (queued -> running with its own token),
+  so a second delivery or a second worker does nothing.
+- Per source queue the checkpoint is {"next": first offset not yet recorded, "inflight": end
+  of what may have been sent}. Before a window is read and sent, "inflight" moves to its end
+  (a committed write). After it is sent, one transaction records one RedrivenMessage row per
+  message sent, moves "next" to its end and counts. Messages below "next" are recorded; those
+  in [next, inflight) may have gone out without a record.
+- Up to three windows are unrecorded at once: the next ones are read and sent on the
+  session's event-loop thread while this thread records the oldest (the database writes would
+  otherwise leave the wire idle; overlapping them is what makes an unthrottled redrive run
+  near the broker's limit). "inflight" covers them all. A slow job keeps one window out, so
+  pause and cancel still act within one window's time.
+- Each copy carries a UNIQ_KEY derived from (job, source queue, offset): the same message of
+  the same job always has the same key. A worker that takes over a dead run re-reads
+  [next, inflight) and, for each message without a RedrivenMessage row, asks the target topic
+  for that key (the broker's index of UNIQ_KEY) before sending: found means it was sent before
+  the crash, and it is recorded instead of sent again.
+Pause and cancel act between windows, after the window in flight is recorded: what was moved
+stays moved and is counted exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import datetime as dt
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ..changes import audit
+from ..clusters.connect import ClusterSession, cluster_session
+from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq.codes import retry_topic
+from ..rocketmq.message import Message
+from ..rocketmq.models import Outgoing
+from .browse import CHUNK, DlqQueue, Selection, scan
+from .models import RedriveJob, RedrivenMessage
+
+WINDOW = 1024  # messages per window: one checkpoint, one transaction
+IN_FLIGHT = 3  # at most, windows on the wire while the oldest is recorded
+# properties the broker sets on a stored message: a new send gets its own
+BROKER_PROPERTIES = {"UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "WAIT", "CLUSTER", "MSG_REGION",
+                     "TRACE_ON", "DELAY", "CONSUME_START_TIME", "__SHARDINGKEY"}  # fmt: skip
+
+
+class WindowFailed(RocketMQError):
+    """Reading the DLQ failed part way through a window (what was sent is recorded first)."""
+
+
+def copy_key(job_id: int, source: str, offset: int) -> str:
+    return hashlib.md5(f"redrive/{job_id}/{source}/{offset}".encode(), usedforsecurity=False).hexdigest().upper()
+
+
+def run_job(job_id: int) -> RedriveJob | None:
+    """Run (or take over) a job until it is done, paused or cancelled; None when another has it."""
+    token = uuid.uuid4().hex
+    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
+    claimed = RedriveJob.objects.filter(pk=job_id, state=RedriveJob.State.QUEUED).update(
+        state=RedriveJob.State.RUNNING, run_token=token, heartbeat_at=timezone.now(), started_at=timezone.now()
+    ) or RedriveJob.objects.filter(pk=job_id, state=RedriveJob.State.RUNNING, heartbeat_at__lt=stale_before).update(
+        run_token=token, heartbeat_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = RedriveJob.objects.select_related("cluster").get(pk=job_id)
+    audit.record("redrive-run", username="system", cluster=job.cluster.name, group=job.group,
+                 details={"job": job.pk, "checkpoints": job.checkpoints})  # fmt: skip
+    pacer = Pacer(job.rate)
+    try:
+        # one client for the whole run: connections and routes are not rebuilt per window
+        with cluster_session(job.cluster, mutation=True) as session:
+            for source, end in sorted(job.bounds.items()):
+                if not _drain(session, job, token, source, end, pacer):
+                    return RedriveJob.objects.get(pk=job.pk)  # paused, cancelled or taken over
+    except RocketMQError as exc:
+        _fail(job, token, f"{type(exc).__name__}: {exc}")
+        return RedriveJob.objects.get(pk=job.pk)
+    return _finish(job, token)
+
+
+class Pacer:
+    """Sends at `rate` per second on average from the job's start, not faster: in batches of
+    a twentieth of a second's worth (the whole window when unthrottled)."""
+
+    def __init__(self, rate: int):
+        self.rate, self.count, self.started = rate, 0, time.monotonic()
+        self.unthrottled = rate >= settings.REDRIVE_MAX_RATE  # the highest rate: as fast as the broker takes them
+        self.batch = WINDOW if self.unthrottled else max(1, rate // 20)
+
+    async def take(self, count: int) -> None:
+        """Wait until `count` more messages may go."""
+        if self.unthrottled:
+            return
+        due = self.started + self.count / self.rate
+        self.count += count
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class _Window:
+    begin: int
+    stop: int
+    outcome: concurrent.futures.Future  # of _send_window, running on the session's loop
+
+
+def _drain(session: ClusterSession, job: RedriveJob, token: str, source: str, end: int, pacer: Pacer) -> bool:
+    """Send one source queue from its checkpoint to `end`; False when the job was stopped.
+
+    Up to IN_FLIGHT windows are read and sent on the session's loop while this thread records
+    the oldest of them: the database writes then cost no time on the wire."""
+    point = job.checkpoints[source]
+    maybe_sent_until = point.get("inflight", point["next"])  # windows a dead worker may have sent
+    begin, windows = point["next"], collections.deque()
+    depth = min(IN_FLIGHT, max(1, 2 * job.rate // WINDOW))  # about two seconds of sends ahead
+    try:
+        while True:
+            job.refresh_from_db()
+            ours = job.run_token == token and job.state == RedriveJob.State.RUNNING
+            if ours and begin < end:
+                stop = min(end, begin + WINDOW)
+                unrecorded_from = windows[0].begin if windows else begin
+                _checkpoint(job, token, source, {"next": unrecorded_from, "inflight": stop})
+                windows.append(_start_window(session, job, source, begin, stop, begin < maybe_sent_until, pacer))
+                begin = stop
+                if len(windows) < depth:
+                    continue
+            if not windows:
+                return ours
+            oldest = windows.popleft()
+            _record(job, token, source, oldest, inflight=windows[-1].stop if windows else None)
+    except BaseException:
+        for window in windows:
+            window.outcome.cancel()  # unrecorded but covered by "inflight": a take-over checks them
+        raise
+
+
+def _start_window(
+    session: ClusterSession, job: RedriveJob, source: str, begin: int, stop: int, resumed: bool, pacer: Pacer
+) -> _Window:
+    broker, queue_id = source.split("#")
+    queue = DlqQueue(broker, int(queue_id), begin, stop, True)
+    recorded = _recorded_offsets(job, source, begin, stop) if resumed else set()
+    outcome = session.start(
+        lambda client: _send_window(client, session.reader, job, queue, recorded, check_target=resumed, pacer=pacer),
+        seconds=max(60.0, IN_FLIGHT * WINDOW / job.rate + 30),
+    )
+    return _Window(begin, stop, outcome)
+
+
+def _checkpoint(job: RedriveJob, token: str, source: str, point: dict) -> None:
+    with transaction.atomic():
+        RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
+            checkpoints={**job.checkpoints, source: point}, heartbeat_at=timezone.now()
+        )
+
+
+def _recorded_offsets(job: RedriveJob, source: str, begin: int, stop: int) -> set[int]:
+    return set(
+        RedrivenMessage.objects.filter(
+            job=job, source=source, source_offset__gte=begin, source_offset__lt=stop
+        ).values_list("source_offset", flat=True)
+    )
+
+
+def _record(job: RedriveJob, token: str, source: str, window: _Window, *, inflight: int | None) -> None:
+    """Wait for a sent window, then record it, count it and move the checkpoint past it."""
+    outcome = window.outcome.result()
+    now = timezone.now()
+    point = {"next": window.begin if outcome["error"] else window.stop}
+    if inflight is not None or outcome["error"]:
+        point["inflight"] = max(inflight or 0, window.stop)
+    with transaction.atomic():
+        record_sent(job, source, outcome["sent"], now)
+        job.refresh_from_db(fields=["checkpoints", "failures"])
+        moved = RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
+            checkpoints={**job.checkpoints, source: point},
+            moved=F("moved") + len(outcome["sent"]),
+            failed=F("failed") + len(outcome["failures"]),
+            failures=(job.failures + outcome["failures"])[-50:],
+            heartbeat_at=now,
+        )
+        if not moved:
+            raise RuntimeError(f"redrive #{job.pk} was taken over by another worker")
+    if outcome["error"]:
+        raise WindowFailed(outcome["error"])
+
+
+_RECORD_COLUMNS = ("job_id", "cluster_id", "group", "source", "source_offset", "msg_id", "original_msg_id",
+                   "target_topic", "sent_msg_id", "sent_at")  # fmt: skip
+
+
+def record_sent(job: RedriveJob, source: str, sent: list[dict], at: dt.datetime) -> None:
+    """One RedrivenMessage row per message sent, in one statement: the ORM's per-object work was
+    a third of an unthrottled redrive. A row already there (a resumed window) is kept."""
+    if not sent:
+        return
+    table = connection.ops.quote_name(RedrivenMessage._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _RECORD_COLUMNS)
+    marks = ", ".join(["%s"] * len(_RECORD_COLUMNS))
+    if connection.vendor == "sqlite":
+        sql = f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})"
+    else:
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+    stamp = RedrivenMessage._meta.get_field("sent_at").get_db_prep_value(at, connection)
+    rows = [(job.pk, job.cluster_id, job.group, source, s["source_offset"], s["msg_id"], s["original_msg_id"],
+             s["target_topic"], s["sent_msg_id"], stamp) for s in sent]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+async def _send_window(
+    client: AdminClient,
+    reader: AdminClient,
+    job: RedriveJob,
+    queue: DlqQueue,
+    recorded: set[int],
+    *,
+    check_target: bool,
+    pacer: Pacer,
+) -> dict:
+    """Read one window of the DLQ (with `reader`, all its pulls at once) and send what matches
+    (with `client`, pipelined in the pacer's batches). A window that cannot be read is not
+    sent at all: its outcome carries the "error"."""
+    try:
+        selection, pulls = Selection.from_wire(job.selection), -(-queue.count // CHUNK)
+        messages = [m async for _, m in scan(reader, job.group, selection, [queue], pulls_at_once=pulls)]
+    except RocketMQError as exc:
+        return {"sent": [], "failures": [], "error": f"reading {queue.source} failed: {type(exc).__name__}: {exc}"}
+    sent, failures, outgoing = [], [], []
+    for message in messages:
+        if message.queue_offset in recorded:
+            continue
+        copy = _copy(job, queue, message)
+        if check_target and await _already_there(client, copy.topic, copy.unique_key):
+            sent.append(_sent_row(message, copy))  # went out before the crash: record it, do not resend
+        else:
+            outgoing.append((message, copy))
+    for start in range(0, len(outgoing), pacer.batch):
+        batch = outgoing[start : start + pacer.batch]
+        await pacer.take(len(batch))
+        results = await client.actions.send_messages([copy for _, copy in batch])
+        for (message, copy), result in zip(batch, results, strict=True):
+            if isinstance(result, RocketMQError):
+                failures.append({"offset": message.queue_offset, "msg_id": message.msg_id, "error": str(result)})
+            else:
+                sent.append(_sent_row(message, copy))
+    return {"sent": sent, "failures": failures, "error": ""}
+
+
+def _copy(job: RedriveJob, queue: DlqQueue, message: Message) -> Outgoing:
+    """The message as it is sent again: its keys, tags and properties, plus where it came from."""
+    properties = {k: v for k, v in message.properties.items() if k not in BROKER_PROPERTIES}
+    properties["REDRIVE_JOB"] = str(job.pk)
+    properties["REDRIVE_SOURCE"] = f"{queue.source}:{message.queue_offset}"
+    properties.setdefault("ORIGIN_MESSAGE_ID", message.msg_id)
+    if job.target == RedriveJob.Target.GROUP:
+        topic = retry_topic(job.group)
+        properties["RETRY_TOPIC"] = message.original_topic  # what the consumer sees as the topic
+    else:
+        topic = message.original_topic if job.target == RedriveJob.Target.ORIGINAL else job.target_topic
+        properties.pop("RETRY_TOPIC", None)
+    return Outgoing(
+        topic=topic,
+        body=message.body,
+        properties=properties,
+        unique_key=copy_key(job.pk, queue.source, message.queue_offset),
+        reconsume_times=0 if job.target == RedriveJob.Target.GROUP else None,
+    )
+
+
+async def _already_there(client: AdminClient, topic: str, key: str) -> bool:
+    try:
+        return bool(await client.messages.query_by_unique_key(topic, key))
+    except RocketMQError:
+        return False
+
+
+def _sent_row(message: Message, copy: Outgoing) -> dict:
+    return {
+        "source_offset": message.queue_offset,
+        "msg_id": message.msg_id,
+        "original_msg_id": message.properties.get("ORIGIN_MESSAGE_ID", ""),
+        "target_topic": copy.topic,
+        "sent_msg_id": copy.unique_key,
+    }
+
+
+def _finish(job: RedriveJob, token: str) -> RedriveJob:
+    job.refresh_from_db()
+    state = RedriveJob.State.DONE if job.failed == 0 else RedriveJob.State.FAILED
+    if RedriveJob.objects.filter(pk=job.pk, run_token=token, state=RedriveJob.State.RUNNING).update(
+        state=state, finished_at=timezone.now()
+    ):
+        audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
+                     details={"job": job.pk, "moved": job.moved, "failed": job.failed, "total": job.total})  # fmt: skip
+    return RedriveJob.objects.get(pk=job.pk)
+
+
+def _fail(job: RedriveJob, token: str, error: str) -> None:
+    job.refresh_from_db(fields=["failures"])
+    RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
+        state=RedriveJob.State.FAILED, failures=(job.failures + [{"error": error}])[-50:], finished_at=timezone.now()
+    )
+    audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
+                 details={"job": job.pk, "error": error})  # fmt: skip
