@@ -5,8 +5,10 @@ the same broker with the same bodies:
   the response code read back; measured before and after the redrive, the better one kept;
 - the console client's own pipelined sends (`actions.send_messages`, encoding included);
 - the official Java producer (synchronous sends).
+Also timed: the same DLQ redriven back to its group (the %RETRY% topic), and a write-only DLQ
+(perm 2) redriven while read by position.
 
-    python -m bench.bench_redrive [--messages 10000]
+    python -m bench.bench_redrive [--messages 10000] [--write-only-messages 2000]
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from bench.django_env import setup_django
 from consumers.rocketmq import AdminClient
-from consumers.rocketmq.codes import DEFAULT_TOPIC, RequestCode, dlq_topic
+from consumers.rocketmq.codes import DEFAULT_TOPIC, RequestCode, dlq_topic, retry_topic
 from consumers.rocketmq.frame import RemotingCommand, encode
 from consumers.rocketmq.message import format_properties, split_address
 from consumers.rocketmq.models import Outgoing, TopicConfig
@@ -29,21 +31,24 @@ from devstack.traffic import Harness
 
 GROUP = "bench-redrive"
 PIPELINE = 512
+WRITE_ONLY = "bench-redrive-old"  # a DLQ made by a broker before 4.9.2 (perm 2): read by position
 BODY = b'{"order": 12345, "state": "failed", "note": "a dead letter of about a hundred bytes......"}'
 
 
-async def fill(namesrv: str, count: int) -> None:
+async def fill(namesrv: str, count: int, write_only: int) -> None:
     async with AdminClient(namesrv, request_timeout=30) as client:
         masters = list((await client.topology.cluster_info()).masters().values())
-        for topic in (dlq_topic(GROUP), "bench-redrive-target", "bench-raw-target", "bench-java-target"):
-            queues = 1 if topic == dlq_topic(GROUP) else 8
-            await client.actions.create_or_update_topic(TopicConfig(topic, queues, queues), masters)
-        for start in range(0, count, 1000):
-            await asyncio.gather(*(
-                client.actions.send_message(dlq_topic(GROUP), BODY, keys=[f"k-{i}"],
-                                            properties={"RETRY_TOPIC": "orders", "ORIGIN_MESSAGE_ID": f"o-{i}"})
-                for i in range(start, min(count, start + 1000))
-            ))  # fmt: skip
+        for topic in ("bench-redrive-target", "bench-raw-target", "bench-java-target", retry_topic(GROUP)):
+            await client.actions.create_or_update_topic(TopicConfig(topic, 8, 8), masters)
+        await client.actions.create_or_update_topic(TopicConfig(dlq_topic(GROUP), 1, 1), masters[:1])
+        await client.actions.create_or_update_topic(TopicConfig(dlq_topic(WRITE_ONLY), 1, 1, perm=2), masters[:1])
+        for group, total in ((GROUP, count), (WRITE_ONLY, write_only)):
+            for start in range(0, total, 1000):
+                await asyncio.gather(*(
+                    client.actions.send_message(dlq_topic(group), BODY, keys=[f"k-{i}"],
+                                                properties={"RETRY_TOPIC": "orders", "ORIGIN_MESSAGE_ID": f"o-{i}"})
+                    for i in range(start, min(total, start + 1000))
+                ))  # fmt: skip
 
 
 async def _broker(namesrv: str, topic: str) -> tuple[str, str]:
@@ -124,13 +129,14 @@ async def client_sends(namesrv: str, count: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--write-only-messages", type=int, default=2_000)
     args = parser.parse_args()
     base, redis = setup_django()
     runtime = ensure_runtime()
     local = LocalRocketMQ(runtime, base_dir=Path(tempfile.mkdtemp(prefix="bench-redrive-"))).start()
     harness = Harness(runtime, local.namesrv_addr, base / "harness")
     try:
-        asyncio.run(fill(local.namesrv_addr, args.messages))
+        asyncio.run(fill(local.namesrv_addr, args.messages, args.write_only_messages))
         from django.conf import settings
 
         from consumers.changes.workflow import Actor
@@ -142,21 +148,22 @@ def main() -> None:
         settings.REDRIVE_APPROVAL_THRESHOLD = 10**9  # the benchmark measures the run, not the approval
         cluster = Cluster.objects.create(name="bench", namesrv_addrs=local.namesrv_addr)
         operator = create_or_update_user("op", "operator", "bench-password-123")
-        job = redrive.plan_redrive(
-            actor=Actor(operator),
-            cluster=cluster,
-            group=GROUP,
-            selection=Selection(),
-            target="topic",
-            target_topic="bench-redrive-target",
-            rate=settings.REDRIVE_MAX_RATE,
-        )
+
+        def redrive_rate(group: str, target: str, count: int) -> float:
+            job = redrive.plan_redrive(actor=Actor(operator), cluster=cluster, group=group, selection=Selection(),
+                                       target=target, target_topic="bench-redrive-target" if target == "topic" else "",
+                                       rate=settings.REDRIVE_MAX_RATE)  # fmt: skip
+            started = time.perf_counter()
+            done = runner.run_job(job.pk)
+            elapsed = time.perf_counter() - started
+            assert done.state == "done" and done.moved == count, (done.state, done.moved, done.failures[-3:])
+            return count / elapsed
+
         raw_before = asyncio.run(raw_sends(local.namesrv_addr, args.messages))
-        started = time.perf_counter()
-        done = runner.run_job(job.pk)
-        ours = args.messages / (time.perf_counter() - started)
-        assert done.state == "done" and done.moved == args.messages, (done.state, done.moved)
+        ours = redrive_rate(GROUP, "topic", args.messages)
         raw = max(raw_before, asyncio.run(raw_sends(local.namesrv_addr, args.messages)))
+        to_group = redrive_rate(GROUP, "group", args.messages)
+        write_only = redrive_rate(WRITE_ONLY, "topic", args.write_only_messages)
         client = asyncio.run(client_sends(local.namesrv_addr, args.messages))
         started = time.perf_counter()
         harness.produce("bench-java-target", args.messages, timeout=600, quiet=True)
@@ -170,6 +177,8 @@ def main() -> None:
     print(f"  raw limit (pre-encoded, pipelined)         {raw:9.0f}   ours = {ours / raw:.0%} of it (goal >= 50 %)")
     print(f"  console client sends (encoding included)   {client:9.0f}   ours = {ours / client:.0%} of it")
     print(f"  Java producer (synchronous sends)          {java:9.0f}   ours = {ours / java:.2f}x")
+    print(f"  ours, back to the group (%RETRY% topic)    {to_group:9.0f}   {to_group / raw:.0%} of the raw limit")
+    print(f"  ours, write-only DLQ read by position      {write_only:9.0f}   ({args.write_only_messages} messages)")
 
 
 if __name__ == "__main__":

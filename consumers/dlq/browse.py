@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..rocketmq import AdminClient, TopicNotFound
+from ..rocketmq import AdminClient, NoPermission, TopicNotFound
 from ..rocketmq.codes import dlq_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import MessageQueue
@@ -166,9 +166,7 @@ async def read_page(
         offset = upper
         while offset > q.min and len(found) < size and scanned < scan_limit:
             begin = max(q.min, offset - CHUNK)
-            chunk = await client.messages.pull_range(
-                MessageQueue(dlq_topic(group), q.broker, q.queue_id), begin, offset
-            )
+            chunk = await read_range(client, group, q, begin, offset)
             scanned += offset - begin
             found += [m for m in sorted(chunk, key=lambda m: -m.queue_offset) if selection.matches(m)]
             offset = begin
@@ -190,6 +188,19 @@ def next_cursor_upper(cursor: dict[str, int] | None, queues: list[DlqQueue], sou
     return min((cursor or {}).get(source, q.max), q.max)
 
 
+async def read_range(client: AdminClient, group: str, q: DlqQueue, begin: int, end: int) -> list[Message]:
+    """Messages of one DLQ queue with offsets in [begin, end): pulled, CHUNK at a time with every
+    pull pipelined on one connection, or read by position when the DLQ is write-only (made by
+    a broker before 4.9.2: the broker refuses pulls but not reads by commit-log offset)."""
+    mq = MessageQueue(dlq_topic(group), q.broker, q.queue_id)
+    if not q.readable:
+        return await client.messages.read_by_position(mq, begin, end)
+    chunks = await asyncio.gather(
+        *(client.messages.pull_range(mq, start, min(end, start + CHUNK)) for start in range(begin, end, CHUNK))
+    )
+    return [m for chunk in chunks for m in chunk]
+
+
 async def scan(
     client: AdminClient,
     group: str,
@@ -198,24 +209,23 @@ async def scan(
     *,
     pulls_at_once: int = 8,
 ) -> AsyncIterator[tuple[DlqQueue, Message]]:
-    """Every matching message, oldest first, queue by queue: `pulls_at_once` pulls pipelined on
-    one connection, then the next ones."""
+    """Every matching message, oldest first, queue by queue, `pulls_at_once` pulls' worth at a time."""
     for q in queues if queues is not None else await dlq_queues(client, group):
-        mq = MessageQueue(dlq_topic(group), q.broker, q.queue_id)
         offset = q.min
         while offset < q.max:
-            starts = range(offset, min(q.max, offset + CHUNK * pulls_at_once), CHUNK)
-            chunks = await asyncio.gather(
-                *(client.messages.pull_range(mq, start, min(q.max, start + CHUNK)) for start in starts)
-            )
-            for m in (m for chunk in chunks for m in chunk):
+            stop = min(q.max, offset + CHUNK * pulls_at_once)
+            for m in await read_range(client, group, q, offset, stop):
                 if selection.matches(m):
                     yield q, m
-            offset = min(q.max, offset + CHUNK * pulls_at_once)
+            offset = stop
 
 
 async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message | None:
-    found = await client.messages.pull_range(MessageQueue(dlq_topic(group), broker, queue_id), offset, offset + 1)
+    mq = MessageQueue(dlq_topic(group), broker, queue_id)
+    try:
+        found = await client.messages.pull_range(mq, offset, offset + 1)
+    except NoPermission:  # a write-only DLQ
+        found = await client.messages.read_by_position(mq, offset, offset + 1)
     return found[0] if found else None
 
 

@@ -98,8 +98,6 @@ async def _count(client: AdminClient, group: str, selection: Selection, target: 
     queues = await dlq_queues(client, group)
     if not queues:
         raise ChangeRefused(f"group {group} has no dead-letter queue")
-    if any(not q.readable for q in queues):
-        raise ChangeRefused("the DLQ is not readable (created by a broker before 4.9.2): make it readable first")
     if target == RedriveJob.Target.TOPIC:
         await _check_writable(client, target_topic)
     elif target == RedriveJob.Target.GROUP:

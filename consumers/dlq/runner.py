@@ -43,15 +43,17 @@ from django.utils import timezone
 
 from ..changes import audit
 from ..clusters.connect import ClusterSession, cluster_session
-from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq import AdminClient, BrokerBusy, RocketMQError
 from ..rocketmq.codes import retry_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing
-from .browse import CHUNK, DlqQueue, Selection, scan
+from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
 from .models import RedriveJob, RedrivenMessage
 
 WINDOW = 1024  # messages per window: one checkpoint, one transaction
 IN_FLIGHT = 3  # at most, windows on the wire while the oldest is recorded
+# a broker in flow control answers SYSTEM_BUSY without storing the message: wait and send again
+BUSY_RETRIES, BUSY_BACKOFF = 4, 0.2
 # properties the broker sets on a stored message: a new send gets its own
 BROKER_PROPERTIES = {"UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "REAL_TOPIC", "REAL_QID", "WAIT", "CLUSTER", "MSG_REGION",
                      "TRACE_ON", "DELAY", "CONSUME_START_TIME", "__SHARDINGKEY"}  # fmt: skip
@@ -83,8 +85,10 @@ def run_job(job_id: int) -> RedriveJob | None:
     try:
         # one client for the whole run: connections and routes are not rebuilt per window
         with cluster_session(job.cluster, mutation=True) as session:
+            # a write-only DLQ is read by position; one made readable meanwhile is pulled
+            readable = {q.source: q.readable for q in session.run(lambda c: dlq_queues(c, job.group), seconds=60)}
             for source, end in sorted(job.bounds.items()):
-                if not _drain(session, job, token, source, end, pacer):
+                if not _drain(session, job, token, source, end, pacer, readable.get(source, True)):
                     return RedriveJob.objects.get(pk=job.pk)  # paused, cancelled or taken over
     except RocketMQError as exc:
         _fail(job, token, f"{type(exc).__name__}: {exc}")
@@ -119,7 +123,9 @@ class _Window:
     outcome: concurrent.futures.Future  # of _send_window, running on the session's loop
 
 
-def _drain(session: ClusterSession, job: RedriveJob, token: str, source: str, end: int, pacer: Pacer) -> bool:
+def _drain(
+    session: ClusterSession, job: RedriveJob, token: str, source: str, end: int, pacer: Pacer, readable: bool
+) -> bool:
     """Send one source queue from its checkpoint to `end`; False when the job was stopped.
 
     Up to IN_FLIGHT windows are read and sent on the session's loop while this thread records
@@ -136,7 +142,8 @@ def _drain(session: ClusterSession, job: RedriveJob, token: str, source: str, en
                 stop = min(end, begin + WINDOW)
                 unrecorded_from = windows[0].begin if windows else begin
                 _checkpoint(job, token, source, {"next": unrecorded_from, "inflight": stop})
-                windows.append(_start_window(session, job, source, begin, stop, begin < maybe_sent_until, pacer))
+                queue = DlqQueue(*_split(source), begin, stop, readable)
+                windows.append(_start_window(session, job, queue, begin < maybe_sent_until, pacer))
                 begin = stop
                 if len(windows) < depth:
                     continue
@@ -150,17 +157,20 @@ def _drain(session: ClusterSession, job: RedriveJob, token: str, source: str, en
         raise
 
 
-def _start_window(
-    session: ClusterSession, job: RedriveJob, source: str, begin: int, stop: int, resumed: bool, pacer: Pacer
-) -> _Window:
+def _split(source: str) -> tuple[str, int]:
     broker, queue_id = source.split("#")
-    queue = DlqQueue(broker, int(queue_id), begin, stop, True)
-    recorded = _recorded_offsets(job, source, begin, stop) if resumed else set()
+    return broker, int(queue_id)
+
+
+def _start_window(session: ClusterSession, job: RedriveJob, queue: DlqQueue, resumed: bool, pacer: Pacer) -> _Window:
+    """Read and send [queue.min, queue.max) on the session's loop; `resumed`: a dead worker may
+    have sent some of it, so what is recorded is skipped and the rest looked for first."""
+    recorded = _recorded_offsets(job, queue.source, queue.min, queue.max) if resumed else set()
     outcome = session.start(
         lambda client: _send_window(client, session.reader, job, queue, recorded, check_target=resumed, pacer=pacer),
         seconds=max(60.0, IN_FLIGHT * WINDOW / job.rate + 30),
     )
-    return _Window(begin, stop, outcome)
+    return _Window(queue.min, queue.max, outcome)
 
 
 def _checkpoint(job: RedriveJob, token: str, source: str, point: dict) -> None:
@@ -254,12 +264,20 @@ async def _send_window(
     for start in range(0, len(outgoing), pacer.batch):
         batch = outgoing[start : start + pacer.batch]
         await pacer.take(len(batch))
-        results = await client.actions.send_messages([copy for _, copy in batch])
-        for (message, copy), result in zip(batch, results, strict=True):
-            if isinstance(result, RocketMQError):
-                failures.append({"offset": message.queue_offset, "msg_id": message.msg_id, "error": str(result)})
-            else:
-                sent.append(_sent_row(message, copy))
+        for attempt in range(BUSY_RETRIES + 1):
+            results = await client.actions.send_messages([copy for _, copy in batch])
+            busy = []
+            for (message, copy), result in zip(batch, results, strict=True):
+                if isinstance(result, BrokerBusy) and attempt < BUSY_RETRIES:
+                    busy.append((message, copy))  # refused before it was stored: sending again is safe
+                elif isinstance(result, RocketMQError):
+                    failures.append({"offset": message.queue_offset, "msg_id": message.msg_id, "error": str(result)})
+                else:
+                    sent.append(_sent_row(message, copy))
+            if not busy:
+                break
+            await asyncio.sleep(BUSY_BACKOFF * 2**attempt)
+            batch = busy
     return {"sent": sent, "failures": failures, "error": ""}
 
 

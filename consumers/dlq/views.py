@@ -61,6 +61,7 @@ def group_dlq(request, cluster: str, group: str):
     context = {
         "cluster": cluster, "group": group, "queues": queues, "page": page, "status": status, "form": form,
         "next_query": query.urlencode(), "filters": filters.urlencode(), "total": sum(q.count for q in queues),
+        "write_only": any(not q.readable for q in queues),
         "jobs": selectors.jobs_of(cluster, group), "redrive_form": RedriveForm(), "nav": "dlq",
         "can_operate": request.user.has_perm(perm(REQUEST)),
     }  # fmt: skip

@@ -24,8 +24,9 @@ from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob, RedrivenMessage
 from consumers.models import Cluster
-from consumers.rocketmq import AdminClient
+from consumers.rocketmq import AdminClient, NoPermission
 from consumers.rocketmq.codes import dlq_topic
+from consumers.rocketmq.models import MessageQueue
 from devstack.mqadmin import parse_topic_status
 from tests.conftest import run
 from tests.support.scenarios import dlq_size, wait
@@ -119,6 +120,51 @@ def test_exports_carry_exactly_the_selection_with_bodies(client, personas, clust
     assert all(base64.b64decode(r["body_base64"]) == sent[r["msg_id"]] for r in rows if r["msg_id"] in sent)
 
 
+def test_a_write_only_dlq_is_browsed_exported_and_redriven_by_position(
+    client, personas, cluster, mqadmin, namesrv, names, create_topic
+):
+    """perm 2 (brokers before 4.9.2): the broker refuses pulls, so the console reads by
+    consume-queue position and commit-log offset, and never changes the topic's permission."""
+    group, target = names.group("wo"), create_topic(names.topic("wo-target"))
+    fill_dlq(mqadmin, namesrv, group, 300, perm=2)
+    mq = run(_first_queue(namesrv, dlq_topic(group)))
+    with pytest.raises(NoPermission):
+        run(_pull(namesrv, mq))
+    status = parse_topic_status(mqadmin.run("topicStatus", "-t", dlq_topic(group)).out)
+    client.force_login(personas["operator"])
+    page = client.get(f"/dlq/local/{group}/").content.decode()
+    assert f'id="dlq-total">{sum(r.max_offset - r.min_offset for r in status)}<' in page
+    assert 'id="write-only-note"' in page and "Make the DLQ readable" in page
+    assert page.count('class="dead"') == 50  # a full first page, newest first
+    assert client.get(f"/dlq/local/{group}/?key=k-7").content.decode().count('class="dead"') == 1
+    exported = client.get(f"/dlq/local/{group}/export.jsonl")
+    lines = [json.loads(line) for line in b"".join(exported.streaming_content).decode().splitlines()]
+    assert sorted(base64.b64decode(r["body_base64"]) for r in lines) == sorted(f"dead {i}".encode() for i in range(300))
+    job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
+                               target="topic", target_topic=target, rate=5000)  # fmt: skip
+    assert job.total == 300 and runner.run_job(job.pk).state == "done"
+    stored = target_messages(namesrv, target)
+    assert Counter(m.body for m in stored) == Counter(f"dead {i}".encode() for i in range(300))
+    assert len({m.properties["REDRIVE_SOURCE"] for m in stored}) == 300
+    route = run(_route(namesrv, dlq_topic(group)))
+    assert {q.perm for q in route.queue_datas} == {2}  # still write-only: nothing was changed to read it
+
+
+async def _route(namesrv, topic):
+    async with AdminClient(namesrv) as client:
+        return await client.topology.topic_route(topic, max_age=0)
+
+
+async def _first_queue(namesrv, topic):
+    route = await _route(namesrv, topic)
+    return MessageQueue(topic, route.queue_datas[0].broker_name, 0)
+
+
+async def _pull(namesrv, mq):
+    async with AdminClient(namesrv) as client:
+        return await client.messages.pull_range(mq, 0, 1)
+
+
 def test_redrive_back_to_the_group_reaches_only_that_group_once_each(
     client, personas, cluster, dead, traffic, monkeypatch
 ):
@@ -161,9 +207,10 @@ def test_redrive_to_the_original_topic_reaches_every_subscriber(personas, cluste
         )
 
 
-def fill_dlq(mqadmin, namesrv, group: str, count: int) -> None:
-    """A DLQ with `count` messages, written straight into %DLQ%<group> (as the broker would)."""
-    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", dlq_topic(group), "-r", "1", "-w", "1", "-p", "6")
+def fill_dlq(mqadmin, namesrv, group: str, count: int, *, perm: int = 6) -> None:
+    """A DLQ with `count` messages, written straight into %DLQ%<group> (as the broker would);
+    perm 2 is the write-only DLQ of brokers before 4.9.2."""
+    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", dlq_topic(group), "-r", "1", "-w", "1", "-p", str(perm))
 
     async def fill():
         async with AdminClient(namesrv) as client:

@@ -1,7 +1,13 @@
-"""Message reads: pull a queue range, view by id, query by key.
+"""Message reads: pull a queue range, read a range by position, view by id, query by key.
 
 Pulls go out as TOOLS_CONSUMER with only the subscription flag set: no offset is committed
 and no application group's pull offset or pending reset is touched.
+
+A queue the broker refuses to pull (a write-only topic: DLQs made by brokers before 4.9.2
+keep perm 2) is read by position instead: its consume queue gives each entry's commit-log
+offset (QUERY_CONSUME_QUEUE) and each message is read at that offset (VIEW_MESSAGE_BY_ID).
+Neither request checks the topic's read permission (AdminBrokerProcessor.queryConsumeQueue,
+QueryMessageProcessor.viewMessageById; checked against a 5.3 broker).
 """
 
 from __future__ import annotations
@@ -9,13 +15,14 @@ from __future__ import annotations
 import asyncio
 
 from ..codes import TOOLS_CONSUMER_GROUP, RequestCode, ResponseCode
-from ..errors import NotFound, ProtocolError
+from ..errors import NotFound, ProtocolError, RocketMQError
 from ..message import Message, decode_messages, decode_offset_msg_id
 from ..models import MessageQueue, PullResult
-from .base import Operations, ext_int
+from .base import Operations, ext_int, parse_body
 
 PULL_FLAG_SUBSCRIPTION = 0x4
 MAX_PULL_BATCH = 32  # the broker caps a pull at 32 messages from page cache anyway
+CONSUME_QUEUE_BATCH = 256  # consume-queue entries per QUERY_CONSUME_QUEUE (about 80 bytes each)
 
 _PULL_STATUS = {
     ResponseCode.SUCCESS: "FOUND",
@@ -72,6 +79,44 @@ class Messages(Operations):
                 break  # no progress: offset moved below us or the queue ended
             offset = pulled.next_begin_offset
         return result[:limit] if limit is not None else result
+
+    async def consume_queue_positions(self, mq: MessageQueue, index: int, count: int) -> list[int]:
+        """Commit-log offsets of up to `count` consume-queue entries of a queue from `index`."""
+        address = await self.client.topology.master_addr(mq.broker_name)
+        fields = {"topic": mq.topic, "queueId": mq.queue_id, "index": index, "count": count}
+        response = await self.remoting.call(address, RequestCode.QUERY_CONSUME_QUEUE, fields)
+        if not response.body:
+            return []  # "Index n of q@topic is not exist!": nothing there
+        entries = parse_body(response, lambda d: d.get("queueData") or [], what="consume queue", address=address)
+        try:
+            return [int(entry["physicOffset"]) for entry in entries]
+        except (KeyError, TypeError, ValueError):
+            raise ProtocolError("consume queue entry without a physicOffset", address=address) from None
+
+    async def read_by_position(self, mq: MessageQueue, begin: int, end: int) -> list[Message]:
+        """Messages with queue offsets in [begin, end) of a queue that cannot be pulled; one
+        VIEW_MESSAGE_BY_ID per message, pipelined. Entries whose message the commit log no
+        longer holds are skipped, as a pull would skip them."""
+        address = await self.client.topology.master_addr(mq.broker_name)
+        positions: list[int] = []
+        for start in range(begin, end, CONSUME_QUEUE_BATCH):
+            positions += await self.consume_queue_positions(mq, start, min(CONSUME_QUEUE_BATCH, end - start))
+        view, topic = RequestCode.VIEW_MESSAGE_BY_ID, mq.topic
+        answers = await self.remoting.invoke_many([(address, view, {"offset": p, "topic": topic}) for p in positions])
+        found = []
+        for answer in answers:
+            if isinstance(answer, RocketMQError):
+                raise answer
+            if answer.code != ResponseCode.SUCCESS or not answer.body:
+                continue
+            try:
+                message = decode_messages(answer.body)[0]
+            except ProtocolError as exc:
+                exc.address = address
+                raise
+            if message.topic == mq.topic and message.queue_id == mq.queue_id and begin <= message.queue_offset < end:
+                found.append(message)
+        return sorted(found, key=lambda m: m.queue_offset)
 
     async def view(self, msg_id: str, *, topic: str | None = None) -> Message:
         """A message by id. Offset ids are read at the broker they name (when it belongs to
