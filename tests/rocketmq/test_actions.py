@@ -182,21 +182,33 @@ def test_batched_sends_spread_over_the_queues_and_report_each_outcome(traffic, n
     consumer = traffic.consume(group, topic)
     batch = [Outgoing(topic, f"m{i}".encode(), {"KEYS": f"k-{i}"}, unique_key=f"{i:032X}") for i in range(200)]
     batch.append(Outgoing(read_only, b"refused", {}))
+    # %RETRY% topics take no batches: these go one by one, and reach the group as its retries
+    batch += [Outgoing(retry_topic(group), f"r{i}".encode(), {"KEYS": f"r-{i}", "RETRY_TOPIC": topic},
+                       reconsume_times=0) for i in range(3)]  # fmt: skip
 
     async def send():
         async with AdminClient(namesrv) as client:
-            return await client.actions.send_messages(batch)
+            results = await client.actions.send_messages(batch)
+            # each offset id names its own message: the broker's comma-joined ids are in order
+            viewed = [await client.messages.view(r.offset_msg_id) for r in results[:200:13] + results[199:200]]
+            return results, viewed
 
-    *sent, refused = run(send())
+    (*sent, refused, r0, r1, r2), viewed = run(send())
     assert [r.msg_id for r in sent] == [f"{i:032X}" for i in range(200)] and {r.status for r in sent} == {"SEND_OK"}
     assert isinstance(refused, RocketMQError) and "no writable queue" in str(refused)  # typed, not raised
+    assert {r0.status, r1.status, r2.status} == {"SEND_OK"} and r0.queue.topic == retry_topic(group)
+    expected = [i for i in range(0, 200, 13)] + [199]
+    assert [(m.properties["UNIQ_KEY"], m.body, m.keys) for m in viewed] == [
+        (f"{i:032X}", f"m{i}".encode(), [f"k-{i}"]) for i in expected
+    ]
+    assert [m.queue_offset for m in viewed] == [sent[i].queue_offset for i in expected]
     # round robin over 2 brokers x 4 queues: 25 each, where mqadmin's topicStatus counts them
     status = parse_topic_status(mqadmin.run("topicStatus", "-t", topic).out)
     stored = {(row.broker, row.queue_id): row.max_offset - row.min_offset for row in status}
     assert Counter((r.queue.broker_name, r.queue.queue_id) for r in sent) == stored
     assert len(stored) == 8 and set(stored.values()) == {25}
-    wait(lambda: len(consumer.events("acked")) >= 200, 60, "all consumed")
-    assert {e["key"] for e in consumer.events("acked")} == {f"k-{i}" for i in range(200)}
+    wait(lambda: len(consumer.events("acked")) >= 203, 60, "all consumed")
+    assert {e["key"] for e in consumer.events("acked")} == {f"k-{i}" for i in range(200)} | {f"r-{i}" for i in range(3)}
 
 
 def test_consume_message_directly_runs_a_live_consumers_listener(traffic, names, create_topic, namesrv):

@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
-import zlib
 
 from ..codes import DEFAULT_TOPIC, RequestCode, ResponseCode
 from ..errors import BrokerError, NotSupported, ProtocolError, RocketMQError, broker_error
 from ..fastjson import pairs
-from ..message import FLAG_COMPRESSED, decode_offset_msg_id, format_properties
+from ..message import decode_offset_msg_id
 from ..models import (
     BrokerReset,
     ConsumeMessageDirectlyResult,
@@ -24,20 +22,12 @@ from ..models import (
     TopicRoute,
 )
 from ..models.topology import Perm
+from . import sending
 from .base import Operations, ext_int, parse_body
-from .unique_id import new_unique_id
 
-COMPRESS_OVER = 4096  # bytes, as Java producers do (compressMsgBodyOverHowmuch)
 ADMIN_PRODUCER_GROUP = "CONSOLE_ADMIN_PRODUCER"
 # The broker waits up to 10 s for a client to answer a forwarded call; wait a little longer.
 CLIENT_CALL_TIMEOUT = 12.0
-
-_SEND_STATUS = {
-    ResponseCode.SUCCESS: "SEND_OK",
-    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
-}
 
 
 class Actions(Operations):
@@ -186,49 +176,44 @@ class Actions(Operations):
             props["TAGS"] = tags
         if keys:
             props["KEYS"] = " ".join(keys)
-        fields, body = _send_request(
+        fields, body = sending.send_fields(
             queue, body, props, unique_key, producer_group, reconsume_times, max_reconsume_times, compress
         )
-        response = await self.remoting.call(address, RequestCode.SEND_MESSAGE_V2, fields, body, accept=_SEND_STATUS)
-        return _send_result(response, queue, props["UNIQ_KEY"], address)
+        response = await self.remoting.call(
+            address, RequestCode.SEND_MESSAGE_V2, fields, body, accept=sending.SEND_STATUS
+        )
+        return sending.send_result(response, queue, props["UNIQ_KEY"], address, 0)
 
     async def send_messages(
         self, messages: list[Outgoing], *, producer_group: str = ADMIN_PRODUCER_GROUP
     ) -> list[SendResult | RocketMQError]:
-        """Many SEND_MESSAGE_V2 pipelined through `invoke_many`, each to the next writable queue
-        of its topic; a result or typed error per message, in order. No coroutine per message:
-        this is what a redrive's windows go through."""
+        """Many messages, each to the next writable queue of its topic, pipelined through
+        `invoke_many` (no coroutine per message); a result or typed error per message, in order.
+        Messages for the same queue go as SEND_BATCH_MESSAGE requests of up to BATCH_MESSAGES,
+        except to %RETRY% topics, which the broker takes only one by one (SEND_MESSAGE_V2).
+        Batched bodies are not compressed (the batch's flag is the message's flag), as in Java.
+        This is what a redrive's windows go through."""
         results: list[SendResult | RocketMQError | None] = [None] * len(messages)
         queues: dict[str, list[MessageQueue] | RocketMQError] = {}
         addresses: dict[str, str | RocketMQError] = {}
-        requests, sent = [], []
+        prepared: list[sending.Prepared] = []
         for index, m in enumerate(messages):
             try:
                 if m.topic not in queues:
-                    queues[m.topic] = await _or_error(self._writable_queues(m.topic))
-                queue = self._next_queue(m.topic, _raise_error(queues[m.topic]))
+                    queues[m.topic] = await sending.or_error(self._writable_queues(m.topic))
+                queue = self._next_queue(m.topic, sending.raise_error(queues[m.topic]))
                 if queue.broker_name not in addresses:
-                    addresses[queue.broker_name] = await _or_error(self.client.topology.master_addr(queue.broker_name))
-                address = _raise_error(addresses[queue.broker_name])
+                    lookup = self.client.topology.master_addr(queue.broker_name)
+                    addresses[queue.broker_name] = await sending.or_error(lookup)
+                address = sending.raise_error(addresses[queue.broker_name])
             except RocketMQError as exc:
                 results[index] = exc  # this message cannot go; the others still do
                 continue
-            props = dict(m.properties)
-            fields, body = _send_request(
-                queue, m.body, props, m.unique_key, producer_group, m.reconsume_times, None, True
-            )
-            requests.append((address, RequestCode.SEND_MESSAGE_V2, fields, body))
-            sent.append((index, queue, props["UNIQ_KEY"], address))
-        answers = await self.remoting.invoke_many(requests)
-        for answer, (index, queue, unique_key, address) in zip(answers, sent, strict=True):
-            if not isinstance(answer, RocketMQError) and answer.code not in _SEND_STATUS:
-                answer = broker_error(answer.code, answer.remark, address=address, request="SEND_MESSAGE_V2")
-            try:
-                results[index] = answer if isinstance(answer, RocketMQError) else _send_result(
-                    answer, queue, unique_key, address
-                )  # fmt: skip
-            except ProtocolError as exc:
-                results[index] = exc
+            prepared.append(sending.Prepared(index, m, queue, address))
+        requests, plans = sending.requests(prepared, producer_group)
+        for answer, plan in zip(await self.remoting.invoke_many(requests), plans, strict=True):
+            for index, result in sending.results(answer, plan):
+                results[index] = result
         return results
 
     async def _pick_queue(self, topic: str) -> MessageQueue:
@@ -326,64 +311,3 @@ def _reset_offsets(data: dict) -> dict[MessageQueue, int]:
         # ResetOffsetBodyForC: a list of {brokerName, offset, queueId, topic}
         return {MessageQueue.from_wire(e): int(e["offset"]) for e in table}
     return {MessageQueue.from_wire(k): int(v) for k, v in pairs(table)}
-
-
-def _send_request(
-    queue: MessageQueue,
-    body: bytes,
-    props: dict[str, str],
-    unique_key: str | None,
-    producer_group: str,
-    reconsume_times: int | None,
-    max_reconsume_times: int | None,
-    compress: bool,
-) -> tuple[dict, bytes]:
-    """The SEND_MESSAGE_V2 header fields and the body (compressed over COMPRESS_OVER, as Java
-    producers do); sets UNIQ_KEY and WAIT in `props`."""
-    props["UNIQ_KEY"] = unique_key or props.get("UNIQ_KEY") or new_unique_id()
-    props["WAIT"] = "true"
-    sys_flag = 0
-    if compress and len(body) > COMPRESS_OVER:
-        body = zlib.compress(body, 5)
-        sys_flag |= FLAG_COMPRESSED
-    fields = {
-        "a": producer_group,
-        "b": queue.topic,
-        "c": DEFAULT_TOPIC,
-        "d": 4,
-        "e": queue.queue_id,
-        "f": sys_flag,
-        "g": int(time.time() * 1000),
-        "h": 0,
-        "i": format_properties(props),
-        "j": reconsume_times,
-        "k": "false",
-        "l": max_reconsume_times,
-        "m": "false",
-        "n": queue.broker_name,
-    }
-    return fields, body
-
-
-def _send_result(response, queue: MessageQueue, unique_key: str, address: str) -> SendResult:
-    return SendResult(
-        status=_SEND_STATUS[response.code],
-        msg_id=unique_key,
-        offset_msg_id=response.ext_fields.get("msgId", ""),
-        queue=MessageQueue(queue.topic, queue.broker_name, ext_int(response, "queueId", address=address)),
-        queue_offset=ext_int(response, "queueOffset", address=address),
-    )
-
-
-async def _or_error(lookup):
-    """A lookup's value or its error, so that one failure is remembered for the whole batch."""
-    try:
-        return await lookup
-    except RocketMQError as exc:
-        return exc
-
-
-def _raise_error(value):
-    if isinstance(value, RocketMQError):
-        raise value
-    return value
