@@ -7,7 +7,10 @@ A batch body is the messages one after another, each as
 (MessageDecoder.encodeMessage). The broker stores each as a message of its own, with its own
 properties (UNIQ_KEY, keys, tags), and answers with every stored message's offset id, joined
 by commas, and the queue offset of the first. It refuses batches to %RETRY% topics
-(SendMessageProcessor.sendBatchMessage), so those go one by one.
+(SendMessageProcessor.sendBatchMessage), so those go one by one. So do bodies over BATCH_BYTES:
+a batch is never compressed (its flag would be every message's), and a single send compresses
+over COMPRESS_OVER as Java producers do, which keeps a large decompressed DLQ body under the
+broker's maxMessageSize as it was when first sent.
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ def requests(prepared: list[Prepared], producer_group: str) -> tuple[list[tuple]
     out, plans = [], []
     by_queue: dict[MessageQueue, list[Prepared]] = {}
     for p in prepared:
-        if p.message.topic.startswith(RETRY_PREFIX):
+        if p.message.topic.startswith(RETRY_PREFIX) or len(p.message.body) > BATCH_BYTES:
             props = dict(p.message.properties)
             fields, body = send_fields(p.queue, p.message.body, props, p.message.unique_key, producer_group,
                                        p.message.reconsume_times, None, True)  # fmt: skip
