@@ -178,15 +178,11 @@ class RemotingClient:
             if state["open"] == 0 and not finished.done():
                 finished.set_result(None)
 
-        def on_answer(index: int, address: str, future: asyncio.Future) -> None:
+        def on_answer(index: int, address: str, outcome) -> None:
             self._in_flight -= 1
             state["mine"] -= 1
-            if future.cancelled():
-                outcome = ConnectError("request cancelled", address=address)
-            else:
-                outcome = future.exception() or future.result()
-                if isinstance(outcome, RequestTimeout) and bound_by_deadline:
-                    outcome = DeadlineExceeded(f"deadline passed: {outcome}", address=address)
+            if isinstance(outcome, RequestTimeout) and bound_by_deadline:
+                outcome = DeadlineExceeded(f"deadline passed: {outcome}", address=address)
             complete(index, outcome)
             send()
             if self._in_flight < self.config.max_in_flight:
@@ -205,13 +201,14 @@ class RemotingClient:
                     if isinstance(connection, RocketMQError):
                         raise connection
                     body = request[3] if len(request) > 3 else b""
-                    future = connection.request(self._command(code, ext_fields, body), wait)
+                    command = self._command(code, ext_fields, body)
+                    # never answered from within: the answer comes from reading the socket
+                    connection.request_then(command, wait, functools.partial(on_answer, index, address))
                 except RocketMQError as exc:
                     complete(index, _copy(exc))
                     continue
                 self._in_flight += 1
                 state["mine"] += 1
-                future.add_done_callback(functools.partial(on_answer, index, address))
             if state["next"] < len(requests) and state["mine"] == 0:
                 # every place is held by other requests: wait for one to be released
                 waiter = loop.create_future()

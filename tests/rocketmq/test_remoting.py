@@ -227,6 +227,40 @@ def test_batches_and_single_requests_share_the_limit_without_stalling():
     run(scenario())
 
 
+def test_a_batch_cut_off_mid_way_reports_each_request_and_gives_back_its_places():
+    """Answers, a hang-up, timeouts: each request of the batch gets its own outcome, and every
+    place it held is free again afterwards (a leaked place would stall later requests)."""
+
+    async def answer_then_hang_up(broker, request, writer):
+        n = int(request.ext_fields["n"])
+        if n < 10:
+            writer.write(response_frame(request, ext={"n": str(n)}))
+        elif n == 10:
+            writer.close()
+
+    async def answer_all(broker, request, writer):
+        writer.write(response_frame(request))
+
+    async def scenario():
+        broker = await FakeBroker(answer_then_hang_up).start()
+        client = client_for(broker.address, max_in_flight=4, request_timeout=0.3)
+        answers = await asyncio.wait_for(
+            client.invoke_many([(broker.address, 10, {"n": str(i)}) for i in range(30)]), 10
+        )
+        assert [a.ext_fields["n"] for a in answers[:10]] == [str(i) for i in range(10)]
+        # what was in flight at the hang-up is closed; what came after found it closed or timed out
+        assert all(isinstance(a, (ConnectionClosed, ConnectError, RequestTimeout)) for a in answers[10:])
+        assert any(isinstance(a, ConnectionClosed) for a in answers[10:])
+        assert client._in_flight == 0
+        broker.handler = answer_all  # answers again
+        more = await asyncio.wait_for(client.invoke_many([(broker.address, 10, {"n": "0"})] * 8), 10)
+        assert [a.code for a in more] == [0] * 8
+        await client.close()
+        await broker.stop()
+
+    run(scenario())
+
+
 def test_requests_are_signed_when_credentials_are_given():
     async def scenario():
         broker = await FakeBroker().start()

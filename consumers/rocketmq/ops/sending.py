@@ -80,28 +80,35 @@ def send_fields(
     if compress and len(body) > COMPRESS_OVER:
         body = zlib.compress(body, 5)
         sys_flag |= FLAG_COMPRESSED
+    # strings already, and no None: the remoting client passes such fields through untouched
     fields = {
         "a": producer_group,
         "b": queue.topic,
         "c": DEFAULT_TOPIC,
-        "d": 4,
-        "e": queue.queue_id,
-        "f": sys_flag,
-        "g": int(time.time() * 1000),
-        "h": 0,
+        "d": "4",
+        "e": str(queue.queue_id),
+        "f": str(sys_flag),
+        "g": str(int(time.time() * 1000)),
+        "h": "0",
         "i": format_properties(props),
-        "j": reconsume_times,
         "k": "false",
-        "l": max_reconsume_times,
         "m": "true" if batch else "false",
         "n": queue.broker_name,
     }
+    if reconsume_times is not None:
+        fields["j"] = str(reconsume_times)
+    if max_reconsume_times is not None:
+        fields["l"] = str(max_reconsume_times)
     return fields, body
 
 
-def send_result(response: RemotingCommand, queue: MessageQueue, unique_key: str, address: str, nth: int) -> SendResult:
-    """The result of the `nth` message of a request (0 for a single send)."""
-    offset_ids = response.ext_fields.get("msgId", "").split(",")
+def send_result(
+    response: RemotingCommand, queue: MessageQueue, unique_key: str, address: str, nth: int = 0, offset_ids=None
+) -> SendResult:
+    """The result of the `nth` message of a request (0 for a single send); `offset_ids` is the
+    answer's msgId split at its commas, when the caller has it already."""
+    if offset_ids is None:
+        offset_ids = response.ext_fields.get("msgId", "").split(",")
     return SendResult(
         status=SEND_STATUS[response.code],
         msg_id=unique_key,
@@ -146,12 +153,13 @@ def results(answer: RemotingCommand | RocketMQError, plan: Plan) -> Iterator[tup
     address = plan.sent[0][0].address
     if not isinstance(answer, RocketMQError) and answer.code not in SEND_STATUS:
         answer = broker_error(answer.code, answer.remark, address=address, request=plan.name)
+    offset_ids = None if isinstance(answer, RocketMQError) else answer.ext_fields.get("msgId", "").split(",")
     for nth, (p, unique_key) in enumerate(plan.sent):
         if isinstance(answer, RocketMQError):
             yield p.index, answer
             continue
         try:
-            yield p.index, send_result(answer, p.queue, unique_key, address, nth)
+            yield p.index, send_result(answer, p.queue, unique_key, address, nth, offset_ids)
         except ProtocolError as exc:
             yield p.index, exc
 
