@@ -14,12 +14,11 @@ from ..changes.models import ChangeRequest
 from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import run_on_cluster
 from ..models import Cluster
-from ..rocketmq import AdminClient, TopicNotFound
-from ..rocketmq.codes import retry_topic
-from ..rocketmq.models.topology import Perm
+from ..rocketmq import AdminClient
 from ..roles import REQUEST, perm
 from .browse import Selection, dlq_queues, scan
 from .models import RedriveJob
+from .targets import TargetRefused, check_group_target, check_writable
 
 ACTIVE = {
     RedriveJob.State.AWAITING_APPROVAL,
@@ -98,10 +97,13 @@ async def _count(client: AdminClient, group: str, selection: Selection, target: 
     queues = await dlq_queues(client, group)
     if not queues:
         raise ChangeRefused(f"group {group} has no dead-letter queue")
-    if target == RedriveJob.Target.TOPIC:
-        await _check_writable(client, target_topic)
-    elif target == RedriveJob.Target.GROUP:
-        await _check_writable(client, retry_topic(group))
+    try:
+        if target == RedriveJob.Target.TOPIC:
+            await check_writable(client, target_topic)
+        elif target == RedriveJob.Target.GROUP:
+            await check_group_target(client, group)
+    except TargetRefused as exc:
+        raise ChangeRefused(str(exc)) from None
     total = 0
     async for _ in scan(client, group, selection, queues):
         total += 1
@@ -110,15 +112,6 @@ async def _count(client: AdminClient, group: str, selection: Selection, target: 
         "bounds": {q.source: q.max for q in queues},
         "starts": {q.source: q.min for q in queues},
     }
-
-
-async def _check_writable(client: AdminClient, topic: str) -> None:
-    try:
-        route = await client.topology.topic_route(topic, max_age=0)
-    except TopicNotFound:
-        raise ChangeRefused(f"topic {topic} does not exist") from None
-    if not any(Perm.writable(q.perm) for q in route.queue_datas):
-        raise ChangeRefused(f"topic {topic} is not writable")
 
 
 # controls

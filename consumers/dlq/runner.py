@@ -49,6 +49,7 @@ from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing
 from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
 from .models import RedriveJob, RedrivenMessage
+from .targets import TargetRefused, check_group_target
 
 WINDOW = 1024  # messages per window: one checkpoint, one transaction
 IN_FLIGHT = 3  # at most, windows on the wire while the oldest is recorded
@@ -85,11 +86,17 @@ def run_job(job_id: int) -> RedriveJob | None:
     try:
         # one client for the whole run: connections and routes are not rebuilt per window
         with cluster_session(job.cluster, mutation=True) as session:
+            if job.target == RedriveJob.Target.GROUP:
+                # again at every start: an orderly consumer may have come online since planning
+                session.run(lambda c: check_group_target(c, job.group), seconds=60)
             # a write-only DLQ is read by position; one made readable meanwhile is pulled
             readable = {q.source: q.readable for q in session.run(lambda c: dlq_queues(c, job.group), seconds=60)}
             for source, end in sorted(job.bounds.items()):
                 if not _drain(session, job, token, source, end, pacer, readable.get(source, True)):
                     return RedriveJob.objects.get(pk=job.pk)  # paused, cancelled or taken over
+    except TargetRefused as exc:
+        _fail(job, token, str(exc))
+        return RedriveJob.objects.get(pk=job.pk)
     except RocketMQError as exc:
         _fail(job, token, f"{type(exc).__name__}: {exc}")
         return RedriveJob.objects.get(pk=job.pk)

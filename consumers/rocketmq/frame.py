@@ -126,18 +126,27 @@ def _decode_json_header(raw: bytes) -> RemotingCommand:
     remark = data.get("remark")
     if not isinstance(ext, dict) or not (remark is None or isinstance(remark, str)):
         raise ProtocolError("header has malformed extFields or remark")
-    if not all(type(v) is str for v in ext.values()):  # fastjson sends strings; others may not
+    if ext and set(map(type, ext.values())) != _ONLY_STR:  # fastjson sends strings; others may not
         ext = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
+    get = data.get
+    code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
+    if not (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int):
+        # (checked in one go first: this runs for every answer)
+        code, opaque = _int_field(data, "code", 0), _int_field(data, "opaque", 0)
+        flag, version = _int_field(data, "flag", 0), _int_field(data, "version", 0)
     return RemotingCommand(
-        code=_int_field(data, "code", 0),
-        opaque=_int_field(data, "opaque", 0),
-        flag=_int_field(data, "flag", 0),
-        version=_int_field(data, "version", 0),
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        version=version,
         language=language_name(data.get("language")),
         remark=remark,
         ext_fields=ext,
         serialize_type=SERIALIZE_JSON,
     )
+
+
+_ONLY_STR = {str}
 
 
 def _int_field(data: dict, key: str, default: int) -> int:
