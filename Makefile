@@ -29,6 +29,7 @@ bench:
 	.venv/bin/python -m bench.bench_poll_period
 	.venv/bin/python -m bench.bench_reset_preview
 	.venv/bin/python -m bench.bench_reset_run
-	.venv/bin/python -m bench.bench_redrive
+	.venv/bin/python -m bench.bench_redrive --cpus split
+	.venv/bin/python -m bench.bench_redrive --cpus shared
 	.venv/bin/python -m bench.bench_stats
 	.venv/bin/python -m bench.bench_reports

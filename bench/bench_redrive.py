@@ -3,18 +3,27 @@ the same broker with the same bodies:
 - the broker's raw limit: SEND_MESSAGE_V2 frames encoded before the clock starts, written on a
   plain socket with at most PIPELINE (512, the console client's own limit) unanswered, only
   the response code read back; measured before and after the redrive, the better one kept;
+- the same with SEND_BATCH_MESSAGE frames of 64 messages (what a redrive to a topic sends; a
+  %RETRY% topic takes no batches, so a redrive back to the group compares with the first);
 - the console client's own pipelined sends (`actions.send_messages`, encoding included);
 - the official Java producer (synchronous sends).
 Also timed: the same DLQ redriven back to its group (the %RETRY% topic), and a write-only DLQ
 (perm 2) redriven while read by position.
 
-    python -m bench.bench_redrive [--messages 10000] [--write-only-messages 2000]
+CPUs: with --cpus split (the default on two or more) the name server and broker are bound to
+CPU 0 and this process and the Java harness to the others, as on separate hosts. Shared, a
+client that does real work (decoding the DLQ, building copies, recording rows) takes CPU the
+broker would otherwise use, while the raw baseline takes almost none: the two runs would not
+see the same broker.
+
+    python -m bench.bench_redrive [--messages 10000] [--write-only-messages 2000] [--cpus split|shared]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +33,9 @@ from consumers.rocketmq import AdminClient
 from consumers.rocketmq.codes import DEFAULT_TOPIC, RequestCode, dlq_topic, retry_topic
 from consumers.rocketmq.frame import RemotingCommand, encode
 from consumers.rocketmq.message import format_properties, split_address
-from consumers.rocketmq.models import Outgoing, TopicConfig
+from consumers.rocketmq.models import MessageQueue, Outgoing, TopicConfig
+from consumers.rocketmq.ops import sending
+from devstack.processes import pin_process_group
 from devstack.rocketmq import LocalRocketMQ
 from devstack.runtime import ensure_runtime
 from devstack.traffic import Harness
@@ -92,16 +103,28 @@ class _RawPipeline(asyncio.Protocol):
         self._refill()
 
 
-async def raw_sends(namesrv: str, count: int) -> float:
+async def raw_sends(namesrv: str, count: int, *, batched: bool = False) -> float:
     """The broker's limit for these bodies: frames encoded up front, then pipelined."""
     broker, address = await _broker(namesrv, "bench-raw-target")
-    frames = [
-        encode(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, opaque=i + 1, body=BODY, ext_fields={
-            "a": "bench", "b": "bench-raw-target", "c": DEFAULT_TOPIC, "d": "4", "e": str(i % 8), "f": "0",
-            "g": str(int(time.time() * 1000)), "h": "0", "i": format_properties({"UNIQ_KEY": f"{i:032X}",
-            "KEYS": f"k-{i}", "WAIT": "true"}), "j": "0", "k": "false", "m": "false", "n": broker}))
-        for i in range(count)
-    ]  # fmt: skip
+    if batched:
+        messages = [
+            sending.Prepared(i, Outgoing("bench-raw-target", BODY, {"KEYS": f"k-{i}"}, unique_key=f"B{i:031X}"),
+                             MessageQueue("bench-raw-target", broker, i % 8), address)
+            for i in range(count)
+        ]  # fmt: skip
+        requests, _ = sending.requests(messages, "bench")
+        frames = [
+            encode(RemotingCommand(code=code, opaque=n + 1, body=body, ext_fields=fields))
+            for n, (_, code, fields, body) in enumerate(requests)
+        ]
+    else:
+        frames = [
+            encode(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, opaque=i + 1, body=BODY, ext_fields={
+                "a": "bench", "b": "bench-raw-target", "c": DEFAULT_TOPIC, "d": "4", "e": str(i % 8), "f": "0",
+                "g": str(int(time.time() * 1000)), "h": "0", "i": format_properties({"UNIQ_KEY": f"{i:032X}",
+                "KEYS": f"k-{i}", "WAIT": "true"}), "j": "0", "k": "false", "m": "false", "n": broker}))
+            for i in range(count)
+        ]  # fmt: skip
     loop = asyncio.get_running_loop()
     done = loop.create_future()
     host, port = split_address(address)
@@ -110,7 +133,7 @@ async def raw_sends(namesrv: str, count: int) -> float:
     await done
     elapsed = time.perf_counter() - started
     transport.close()
-    assert pipeline.ok == count, f"the broker refused {count - pipeline.ok} of the raw sends"
+    assert pipeline.ok == len(frames), f"the broker refused {len(frames) - pipeline.ok} of the raw sends"
     return count / elapsed
 
 
@@ -130,11 +153,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--write-only-messages", type=int, default=2_000)
+    cpus = sorted(os.sched_getaffinity(0))
+    parser.add_argument("--cpus", choices=("split", "shared"), default="split" if len(cpus) >= 2 else "shared")
     args = parser.parse_args()
     base, redis = setup_django()
     runtime = ensure_runtime()
     local = LocalRocketMQ(runtime, base_dir=Path(tempfile.mkdtemp(prefix="bench-redrive-"))).start()
     harness = Harness(runtime, local.namesrv_addr, base / "harness")
+    if args.cpus == "split":
+        broker_side, client_side = {cpus[0]}, set(cpus[1:])
+        for process in [local.namesrv] + [b.process for b in local.brokers.values()]:
+            pin_process_group(process.pid, broker_side)
+        pin_process_group(harness.process.pid, client_side)
+        os.sched_setaffinity(0, client_side)  # this thread; the session's loop thread inherits it
     try:
         asyncio.run(fill(local.namesrv_addr, args.messages, args.write_only_messages))
         from django.conf import settings
@@ -162,6 +193,7 @@ def main() -> None:
         raw_before = asyncio.run(raw_sends(local.namesrv_addr, args.messages))
         ours = redrive_rate(GROUP, "topic", args.messages)
         raw = max(raw_before, asyncio.run(raw_sends(local.namesrv_addr, args.messages)))
+        raw_batched = max(asyncio.run(raw_sends(local.namesrv_addr, args.messages, batched=True)) for _ in range(2))
         to_group = redrive_rate(GROUP, "group", args.messages)
         write_only = redrive_rate(WRITE_ONLY, "topic", args.write_only_messages)
         client = asyncio.run(client_sends(local.namesrv_addr, args.messages))
@@ -172,10 +204,12 @@ def main() -> None:
         harness.close()
         local.stop()
         redis.stop()
-    print(f"\nRedrive of {args.messages} messages, unthrottled (messages/s)")
+    sides = f"broker on CPU {cpus[0]}, console on the other {len(cpus) - 1}" if args.cpus == "split" else "all share"
+    print(f"\nRedrive of {args.messages} messages, unthrottled (messages/s); {len(cpus)} CPUs: {sides}")
     print(f"  ours (read DLQ, send, checkpoint, record)  {ours:9.0f}")
     print(f"  raw limit (pre-encoded, pipelined)         {raw:9.0f}   ours = {ours / raw:.0%} of it (goal >= 50 %)")
-    print(f"  console client sends (encoding included)   {client:9.0f}   ours = {ours / client:.0%} of it")
+    print(f"  raw limit, batches of 64 (pre-encoded)     {raw_batched:9.0f}   ours = {ours / raw_batched:.0%} of it")
+    print(f"  console client sends (batches, encoded)    {client:9.0f}   ours = {ours / client:.0%} of it")
     print(f"  Java producer (synchronous sends)          {java:9.0f}   ours = {ours / java:.2f}x")
     print(f"  ours, back to the group (%RETRY% topic)    {to_group:9.0f}   {to_group / raw:.0%} of the raw limit")
     print(f"  ours, write-only DLQ read by position      {write_only:9.0f}   ({args.write_only_messages} messages)")

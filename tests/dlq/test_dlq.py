@@ -34,11 +34,6 @@ from tests.support.scenarios import dlq_size, wait
 pytestmark = [pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def cluster(db, namesrv, redis, history_dir):
-    return Cluster.objects.create(name="local", namesrv_addrs=namesrv)
-
-
 def send(namesrv, topic: str, body: bytes, key: str, **options) -> str:
     async def one():
         async with AdminClient(namesrv) as client:

@@ -14,7 +14,7 @@ from consumers.rocketmq import AdminClient
 from consumers.rocketmq.codes import retry_topic
 from devstack.mqadmin import parse_topic_status
 from tests.conftest import run
-from tests.dlq.test_dlq import cluster, fill_dlq  # noqa: F401 (cluster is a fixture)
+from tests.dlq.test_dlq import fill_dlq
 from tests.support.scenarios import dlq_size
 
 pytestmark = [pytest.mark.broker, pytest.mark.django_db(transaction=True)]
@@ -25,7 +25,7 @@ def stored(mqadmin, topic: str) -> int:
     return sum(r.max_offset - r.min_offset for r in parse_topic_status(out))
 
 
-def plan(personas, cluster, group, target, target_topic=""):  # noqa: F811
+def plan(personas, cluster, group, target, target_topic=""):
     return redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group,
                                 selection=Selection(), target=target, target_topic=target_topic, rate=500)  # fmt: skip
 
@@ -54,7 +54,7 @@ def test_back_to_an_orderly_group_is_refused_and_other_targets_are_not(
     names,
     create_topic,
     namesrv,
-    mqadmin,  # noqa: F811
+    mqadmin,
 ):
     topic, group, target = create_topic(names.topic("ord")), names.group("ord"), create_topic(names.topic("ord-to"))
     fill_dlq(mqadmin, namesrv, group, 20)
@@ -76,7 +76,7 @@ def test_a_job_planned_before_an_orderly_consumer_came_online_fails_at_start_and
     names,
     create_topic,
     namesrv,
-    mqadmin,  # noqa: F811
+    mqadmin,
 ):
     topic, group = create_topic(names.topic("ord-late")), names.group("ord-late")
     fill_dlq(mqadmin, namesrv, group, 20)
