@@ -11,7 +11,7 @@ every message moved while moving it from the DLQ to the DLQ.
 
 from __future__ import annotations
 
-from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFound
+from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import retry_topic
 from ..rocketmq.models.topology import Perm
 
@@ -62,8 +62,8 @@ async def _online_clients(client: AdminClient, group: str) -> dict[str, str]:
     for address in masters.values():
         try:
             connection = await client.progress.consumer_connection(group, address)
-        except (ConsumerNotOnline, RocketMQError):
-            continue  # not here (or this broker cannot say): a send there would fail on its own
+        except RocketMQError:  # ConsumerNotOnline: none here; others: this broker cannot say,
+            continue  # and a send there would fail on its own
         for client_id in connection.client_ids:
             found.setdefault(client_id, address)
     return found
