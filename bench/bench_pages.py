@@ -60,7 +60,7 @@ def main() -> None:
     session.update(
         {
             SESSION_KEY: str(user.pk),
-            BACKEND_SESSION_KEY: settings.AUTHENTICATION_BACKENDS[0],
+            BACKEND_SESSION_KEY: settings.AUTHENTICATION_BACKENDS[-1],  # [0] is django-axes's, no users
             HASH_SESSION_KEY: user.get_session_auth_hash(),
         }
     )

@@ -19,6 +19,7 @@ def setup_django(*, debug: bool = False) -> tuple[Path, LocalRedis]:
             "HISTORY_DIR": str(base / "history"),
             "REDIS_URL": redis.url,
             "DEBUG": "true" if debug else "false",
+            "SECURE_SSL_REDIRECT": "false",  # production settings, but plain HTTP on the loopback
             "SECRET_KEY": "bench-" + "x" * 50,
             "LOG_LEVEL": "WARNING",
         }

@@ -5,17 +5,22 @@ from __future__ import annotations
 import base64
 import functools
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.decorators import login_not_required, permission_required
-from django.http import JsonResponse
+from django.core.exceptions import DisallowedHost, PermissionDenied
+from django.http import Http404, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, render
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from . import apischema
+from .apischema import Obj
 from .models import Cluster
 from .roles import VIEW, perm
+from .tokens.auth import token_user
 
 
 def console_page(view):
@@ -29,12 +34,23 @@ def console_action(view):
     return require_POST(permission_required(perm(VIEW), raise_exception=True)(view))
 
 
-def api_view(view=None, *, methods: tuple[str, ...] = ("GET",)):
-    """A JSON endpoint for scripts: the session or HTTP Basic credentials; JSON errors. Writes
-    (POST) with a session are CSRF-checked; with HTTP Basic there is no cookie to forge."""
+def api_view(view=None, *, methods: tuple[str, ...] = ("GET",), body: Obj | None = None):
+    """A JSON endpoint for scripts, with JSON errors.
+
+    Who: a session (the console's own pages), or a per-user token sent as `Authorization:
+    Bearer` (scripts). HTTP Basic only when API_BASIC_AUTH is on, and the API never asks for it
+    (no `WWW-Authenticate: Basic`): a browser that was once given a password in its prompt
+    replays it on every request, cross-site forms included.
+
+    Writes (POST): `Content-Type: application/json` (a cross-site HTML form cannot send it),
+    no cross-site Origin / Sec-Fetch-Site whatever the credentials, CSRF with a session, and
+    the body checked against its schema (`body`; none given: an empty object) before the view
+    runs, so nothing reaches a broker or the audit log unchecked. The view finds the checked
+    body in `request.json`."""
     if view is None:
-        return lambda v: api_view(v, methods=methods)
+        return lambda v: api_view(v, methods=methods, body=body)
     allowed = (*methods, "HEAD") if "GET" in methods else methods
+    schema = body or Obj({})
 
     @login_not_required
     @csrf_exempt
@@ -44,22 +60,80 @@ def api_view(view=None, *, methods: tuple[str, ...] = ("GET",)):
             response = json_error(405, f"method {request.method} not allowed here; use {', '.join(methods)}")
             response["Allow"] = ", ".join(allowed)
             return response
-        if not request.user.is_authenticated:
-            user = _basic_auth_user(request)
-            if user is None:
-                response = json_error(401, "authentication required (session or HTTP Basic)")
-                response["WWW-Authenticate"] = 'Basic realm="rocketmq-console"'
-                return response
-            request.user = user
-        elif request.method == "POST":
-            refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+        user, via = _api_user(request)
+        if user is None:
+            return _unauthenticated(via)
+        request.user = user
+        if request.method == "POST":
+            refused = _write_refused(request, via)
             if refused is not None:
-                return json_error(403, "CSRF check failed: send the X-CSRFToken header, or use HTTP Basic")
-        if not request.user.has_perm(perm(VIEW)):
+                return refused
+        if not user.has_perm(perm(VIEW)):
             return json_error(403, "your account has no console role")
+        if request.method == "POST":
+            try:
+                request.json = apischema.parse(request.body, schema)
+            except apischema.SchemaError as exc:
+                return json_error(400, str(exc), field=exc.field)
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _api_user(request):
+    """(user or None, how): the Authorization header if there is one, else the session."""
+    header = request.headers.get("Authorization", "")
+    if not header:
+        return (request.user if request.user.is_authenticated else None), "session"
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() == "bearer":
+        return token_user(request, credentials.strip()), "token"
+    if scheme.lower() == "basic" and settings.API_BASIC_AUTH:
+        return _basic_auth_user(request, credentials.strip()), "basic"
+    return None, "scheme"
+
+
+def _unauthenticated(via: str):
+    messages = {
+        "session": "authentication required: send Authorization: Bearer <token> (see API tokens)",
+        "token": "the token is not valid (unknown, revoked or expired)",
+        "basic": "the user name or password is not valid",
+        "scheme": "unsupported Authorization scheme; send Authorization: Bearer <token>",
+    }
+    response = json_error(401, messages[via])
+    response["WWW-Authenticate"] = 'Bearer realm="rocketmq-console"'
+    return response
+
+
+def _write_refused(request, via: str):
+    if request.content_type != "application/json":
+        return json_error(415, "writes need Content-Type: application/json")
+    cross = cross_site(request)
+    if cross:
+        return json_error(403, f"cross-site write refused: {cross}")
+    if via == "session":
+        refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+        if refused is not None:
+            return json_error(403, "CSRF check failed: send the X-CSRFToken header, or use an API token")
+    return None
+
+
+def cross_site(request) -> str | None:
+    """Why a request comes from another site (None: it does not, or cannot tell: not a browser).
+    Browsers send Sec-Fetch-Site and Origin on every POST; scripts usually send neither."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site and site not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {site}"
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return None
+    try:
+        own = f"{request.scheme}://{request.get_host()}"
+    except DisallowedHost:
+        return "unknown host"
+    if origin != own and origin not in settings.CSRF_TRUSTED_ORIGINS:
+        return f"Origin {origin} is not this site"
+    return None
 
 
 def remote_addr(request) -> str:
@@ -71,12 +145,9 @@ def json_error(status: int, message: str, **details) -> JsonResponse:
     return JsonResponse({"error": message, "status": status, **details}, status=status)
 
 
-def _basic_auth_user(request):
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Basic "):
-        return None
+def _basic_auth_user(request, credentials: str):
     try:
-        username, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        username, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
     except (ValueError, UnicodeDecodeError):
         return None
     return authenticate(request, username=username, password=password)
@@ -90,18 +161,30 @@ def bad_request(request, message: str):
     return render(request, "consumers/bad_request.html", {"message": message}, status=400)
 
 
-def _api_or_page(default_handler, status: int, message: str):
-    """An error handler that answers JSON under /api/ and the normal page elsewhere."""
+def _said(exception) -> str:
+    """What a refusal or a not-found said, when a view said it (a URL that matched nothing
+    says which patterns it tried: never shown)."""
+    if isinstance(exception, PermissionDenied) or type(exception) is Http404:
+        return str(exception)
+    return ""
+
+
+def _api_or_page(template: str | None, status: int, message: str):
+    """An error handler that answers JSON under /api/ and the console's own page elsewhere."""
 
     def handler(request, exception=None):
+        said = _said(exception)
         if request.path.startswith("/api/"):
-            return json_error(status, f"{message}: {request.path}" if status == 404 else message)
-        return default_handler(request, exception) if exception is not None else default_handler(request)
+            return json_error(status, said or (f"{message}: {request.path}" if status == 404 else message))
+        if template is None:  # a 500: the request may be what failed, so no request context
+            return defaults.server_error(request)
+        return render(request, template, {"exception": said, "message": said or message}, status=status)
 
     return handler
 
 
-handle_400 = _api_or_page(defaults.bad_request, 400, "bad request")
-handle_403 = _api_or_page(defaults.permission_denied, 403, "permission denied")
-handle_404 = _api_or_page(defaults.page_not_found, 404, "no such resource")
-handle_500 = _api_or_page(defaults.server_error, 500, "server error")
+handle_400 = _api_or_page("consumers/bad_request.html", 400, "bad request")
+handle_403 = _api_or_page("403.html", 403, "permission denied")
+handle_404 = _api_or_page("404.html", 404, "no such resource")
+# templates/500.html: the console's own page, never a traceback
+handle_500 = _api_or_page(None, 500, "server error")

@@ -5,3 +5,12 @@ class ConsumersConfig(AppConfig):
     name = "consumers"
     verbose_name = "RocketMQ consumers"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from axes.signals import user_locked_out
+        from django.contrib.auth.signals import user_logged_in
+
+        from .lockout import audit_lockout, reset_own_failures
+
+        user_locked_out.connect(audit_lockout, dispatch_uid="consumers.lockout.audit")
+        user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.lockout.reset")

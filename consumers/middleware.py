@@ -1,9 +1,12 @@
 """Response headers every page gets: Server-Timing (how long the server spent, seen in browser
-devtools and read by bench/bench_pages.py) and the Content-Security-Policy."""
+devtools and read by bench/bench_pages.py), the Content-Security-Policy, and Cache-Control:
+no-store on whatever a signed-in user is shown."""
 
 from __future__ import annotations
 
 import time
+
+from django.conf import settings
 
 
 class ServerTimingMiddleware:
@@ -44,3 +47,32 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store, private` on every response to a signed-in user and under /api/.
+
+    Pages, exports and API answers carry message bodies, audit entries and report data: no
+    shared proxy may keep them, and neither may the browser's disk cache, where the next user
+    of the machine (or anything reading the profile) would find them after logout. A response
+    that chose its own Cache-Control keeps it; static files (no data, the same for everyone)
+    stay cacheable. The user is read after the view ran: the API signs its caller in inside the
+    view (request.user is set there), so before it every API call looks anonymous."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if _private(request) and not response.has_header("Cache-Control"):
+            response["Cache-Control"] = "no-store, private"
+        return response
+
+
+def _private(request) -> bool:
+    if request.path.startswith(settings.STATIC_URL):
+        return False
+    if request.path_info.startswith("/api/"):
+        return True  # credentials come with each call here (token, Basic): every answer, errors too
+    user = getattr(request, "user", None)  # absent when a middleware before auth answered
+    return user is not None and user.is_authenticated

@@ -130,3 +130,4 @@ from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, 
 from .dlq.models import RedriveJob, RedrivenMessage  # noqa: E402, F401
 from .reports.models import Report  # noqa: E402, F401
 from .stats.models import ClusterDay, GroupDay, RunDay, StatsRun  # noqa: E402, F401
+from .tokens.models import ApiToken  # noqa: E402, F401

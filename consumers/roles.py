@@ -7,6 +7,8 @@ manage clusters.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 VIEW = "view_console"
 REQUEST = "request_change"
 APPROVE = "approve_change"
@@ -23,18 +25,37 @@ CLUSTER_MODEL_PERMISSIONS = [
     "view_knownbroker",
     "delete_knownbroker",
 ]
+# django-axes's admin pages: login failures and lockouts (deleting an access attempt unlocks)
+AXES_MODEL_PERMISSIONS = [
+    "view_accessattempt",
+    "delete_accessattempt",
+    "view_accessfailurelog",
+    "view_accesslog",
+]
+# The app of each permission that is not this app's own (codenames are unique across them).
+PERMISSION_APP_LABELS = {codename: "axes" for codename in AXES_MODEL_PERMISSIONS}
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
     "viewer": [VIEW],
     "operator": [VIEW, REQUEST],
     "approver": [VIEW, APPROVE],
-    "admin": [VIEW, REQUEST, APPROVE, *CLUSTER_MODEL_PERMISSIONS],
+    "admin": [VIEW, REQUEST, APPROVE, *CLUSTER_MODEL_PERMISSIONS, *AXES_MODEL_PERMISSIONS],
 }
 ROLES = tuple(ROLE_PERMISSIONS)
 
 
 def perm(codename: str) -> str:
-    return f"consumers.{codename}"
+    return f"{app_label_of(codename)}.{codename}"
+
+
+def app_label_of(codename: str) -> str:
+    return PERMISSION_APP_LABELS.get(codename, "consumers")
+
+
+def may_read_bodies(user) -> bool:
+    """Dead-letter bodies (payments, personal data) and anything that reads them: searches by
+    body, exports, redrives. The one rule every path that touches a body asks."""
+    return user.has_perm(perm(REQUEST))
 
 
 def roles_of(user) -> list[str]:
@@ -42,3 +63,92 @@ def roles_of(user) -> list[str]:
         return []
     names = set(user.groups.values_list("name", flat=True))
     return [role for role in ROLES if role in names]
+
+
+# Who may do what, URL by URL: the one table of the console's access rules (the README's roles
+# table is printed from it, and tests/test_access.py walks it over every URL and role).
+# A rule names the permission needed; the roles holding it are in ROLE_PERMISSIONS. Views and
+# services enforce these rules themselves; this table is what they are checked against.
+STAFF = "staff"  # the Django admin: is_staff users (the admin role)
+
+
+@dataclass(frozen=True)
+class Rule:
+    get: str | None = VIEW  # None: the method is not offered
+    post: str | None = None
+    sees: str = ""  # what differs by role on the page
+
+
+BODY_RULE = "message bodies and searches by body: operator and admin only"
+ACCESS: dict[str, Rule] = {
+    "home": Rule(),
+    "cluster-list": Rule(),
+    "group-list": Rule(),
+    "group-detail": Rule(sees="reset button: operator and admin"),
+    "group-lag-json": Rule(),
+    "reset-form": Rule(),
+    "reset-preview": Rule(),
+    "reset-create": Rule(get=None, post=REQUEST),
+    "change-list": Rule(),
+    "change-detail": Rule(sees="approve/reject: approvers other than the author; cancel: the author"),
+    "change-action": Rule(
+        get=None,
+        post=APPROVE,
+        sees="approve, reject: approver (never the author); cancel: the author; refresh, undo: operator",
+    ),  # fmt: skip
+    "audit-log": Rule(),
+    "dlq-overview": Rule(),
+    "dlq-group": Rule(sees=BODY_RULE),
+    "dlq-message": Rule(sees=BODY_RULE),
+    "dlq-export": Rule(get=REQUEST, sees="exports carry bodies"),
+    "dlq-redrive": Rule(get=None, post=REQUEST),
+    "dlq-make-readable": Rule(get=None, post=REQUEST),
+    "dlq-job": Rule(),
+    "dlq-job-action": Rule(get=None, post=REQUEST),
+    "stats": Rule(),
+    "stats-jobs": Rule(),
+    "stats-run": Rule(get=None, post=REQUEST),
+    "stats-job-log": Rule(),
+    "stats-cluster-charts": Rule(),
+    "stats-group-charts": Rule(),
+    "reports": Rule(),
+    "report-create": Rule(get=None, post=VIEW),
+    "report-now": Rule(),
+    "report-row": Rule(),
+    "report-download": Rule(),
+    "tokens": Rule(sees="only the user's own tokens"),
+    "token-create": Rule(get=None, post=VIEW),
+    "token-revoke": Rule(get=None, post=VIEW, sees="only the user's own tokens"),
+    "api-clusters": Rule(),
+    "api-groups": Rule(),
+    "api-group": Rule(),
+    "api-dlq-messages": Rule(sees=BODY_RULE),
+    "api-dlq-redrive": Rule(get=None, post=REQUEST),
+    "api-dlq-job": Rule(),
+    "api-dlq-job-action": Rule(get=None, post=REQUEST),
+    "api-changes": Rule(post=REQUEST),
+    "api-change": Rule(),
+    "api-change-action": Rule(get=None, post=APPROVE, sees="as change-action"),
+}
+
+
+def roles_with(permission: str | None) -> list[str]:
+    if permission is None:
+        return []
+    if permission == STAFF:
+        return ["admin"]
+    return [role for role, perms in ROLE_PERMISSIONS.items() if permission in perms]
+
+
+def access_markdown() -> str:
+    """ACCESS as the README's table (a test keeps the README equal to it)."""
+    lines = ["| URL name | GET | POST | what differs by role |", "|---|---|---|---|"]
+
+    def who(permission: str | None) -> str:
+        roles = roles_with(permission)
+        return "every role" if len(roles) == len(ROLES) else ", ".join(roles) or "—"
+
+    for name, rule in ACCESS.items():
+        cells = [who(rule.get), who(rule.post)]
+        lines.append(f"| `{name}` | {cells[0]} | {cells[1]} | {rule.sees} |")
+    return "\n".join(lines)

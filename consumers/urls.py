@@ -11,6 +11,7 @@ from .live import views as live
 from .reports import views as reports
 from .resets import views as resets
 from .stats import views as stats
+from .tokens import views as tokens
 
 app_name = "consumers"
 
@@ -46,6 +47,9 @@ urlpatterns = [
     path("reports/now.<str:fmt>", reports.report_now, name="report-now"),
     path("reports/<int:pk>/row/", reports.report_row, name="report-row"),
     path("reports/<int:pk>/download.<str:fmt>", reports.download, name="report-download"),
+    path("account/tokens/", tokens.token_list, name="tokens"),
+    path("account/tokens/new/", tokens.token_create, name="token-create"),
+    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),

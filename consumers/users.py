@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
+from django.db.models import Q
 
-from .roles import ROLE_PERMISSIONS, ROLES
+from .roles import ROLE_PERMISSIONS, ROLES, app_label_of
 
 
 class RoleError(ValueError):
@@ -16,13 +17,18 @@ class RoleError(ValueError):
 
 @transaction.atomic
 def ensure_roles() -> None:
-    """Create any missing role group and give each its permissions (what migration 0002
-    does; for databases emptied since, such as transactional test databases)."""
+    """Create any missing role group and give each its permissions (what migrations 0002, 0005
+    and 0011 do; for databases emptied since, such as transactional test databases). Most
+    permissions are this app's; django-axes's are looked up under its own app label."""
     from django.contrib.auth.models import Permission
 
     for role, codenames in ROLE_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=role)
-        group.permissions.set(Permission.objects.filter(content_type__app_label="consumers", codename__in=codenames))
+        wanted = Q(pk__in=[])
+        for app_label in {app_label_of(codename) for codename in codenames}:
+            mine = [codename for codename in codenames if app_label_of(codename) == app_label]
+            wanted |= Q(content_type__app_label=app_label, codename__in=mine)
+        group.permissions.set(Permission.objects.filter(wanted))
 
 
 @transaction.atomic

@@ -1,13 +1,16 @@
 """Settings, all from the environment (see .env.example for every variable).
 
-With no environment at all this runs for development: DEBUG on, SQLite under var/, Redis on
-127.0.0.1:6379. With DEBUG=false a missing SECRET_KEY is an error, not a default.
+DEBUG is off unless the environment turns it on, and with DEBUG off a missing SECRET_KEY is an
+error, not a default: a production deployment that forgets a variable fails safe. Development
+sets DEBUG=true (the demo and scripts/test.sh do it themselves) and needs nothing else: SQLite
+under var/, Redis on 127.0.0.1:6379, no HTTPS redirect or HSTS.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -60,13 +63,28 @@ def env_secret(name: str) -> str | None:
     return env_str(name)
 
 
-DEBUG = env_bool("DEBUG", True)
+def env_duration(name: str, default: str) -> timedelta:
+    """A duration such as 30m or 2h (minutes or hours)."""
+    value = env_str(name, default)
+    units = {"m": "minutes", "h": "hours"}
+    try:
+        amount = float(value[:-1])
+        if value[-1:] not in units or amount <= 0:
+            raise ValueError
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be minutes or hours such as 30m or 2h, not {value!r}") from None
+    return timedelta(**{units[value[-1]]: amount})
+
+
+DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = env_secret("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) is required when DEBUG is false")
     SECRET_KEY = "development-only-key-never-used-with-debug-off"
+if SECRET_KEY.startswith("REPLACE-ME"):
+    raise ImproperlyConfigured("SECRET_KEY is still the placeholder from .env.example: generate a random one")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -81,12 +99,15 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",  # login throttling (see AXES_* below)
     "consumers",
 ]
 
 MIDDLEWARE = [
     "consumers.middleware.ServerTimingMiddleware",
     "consumers.middleware.ContentSecurityPolicyMiddleware",
+    # no-store on what signed-in users see; outside auth, so it reads the user the view settled on
+    "consumers.middleware.NoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -97,6 +118,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # last: turns a login refused by django-axes into the lockout answer (AXES_LOCKOUT_CALLABLE)
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -132,7 +155,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out login before any password is checked
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "consumers:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -153,8 +179,48 @@ STATICFILES_DIRS = [
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# a session lasts a working day at most, and ends with the browser
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = env_str("SECURE_REFERRER_POLICY", "same-origin")
 X_FRAME_OPTIONS = "DENY"
+
+# HTTPS: production redirects plain HTTP and sends HSTS (a year); development does neither.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Preloading is the domain owner's decision (hstspreload.org), not this application's: check
+# --deploy does not nag about it. Every other deployment check stays on.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# Behind a proxy that terminates TLS: "HTTP_X_FORWARDED_PROTO,https", i.e. a request is secure
+# when that header says https. Only when the proxy always sets (or strips) the header itself.
+_proxy_ssl_header = env_list("SECURE_PROXY_SSL_HEADER", [])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured("SECURE_PROXY_SSL_HEADER must be HEADER,VALUE such as HTTP_X_FORWARDED_PROTO,https")
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) if _proxy_ssl_header else None
+
+# Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one username (from any
+# address), or from one address (for any usernames), lock that username or address out for
+# AXES_COOLOFF_TIME after the last failure. Every failed authenticate(request, ...) counts: the
+# login page, /admin/login/ and any password the API checks. Unlock in the admin (Access
+# attempts: delete) or with manage.py axes_reset_username NAME / axes_reset_ip ADDRESS.
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured(f"AXES_FAILURE_LIMIT must be at least 1, not {AXES_FAILURE_LIMIT}")
+AXES_COOLOFF_TIME = env_duration("AXES_COOLOFF_TIME", "30m")
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+# A successful login clears that username's failures only (consumers/lockout.py), not the
+# failures from its address: axes's own AXES_RESET_ON_SUCCESS clears both, which would let
+# someone with an account of their own reset an address lockout by logging in between guesses.
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "consumers.lockout.lockout_response"
+# The client address is REMOTE_ADDR. Behind a reverse proxy that is the proxy's own address, so
+# all clients would share one address lockout: name a function of the request that returns the
+# client's address instead (see .env.example; consumers.lockout.client_ip_behind_one_proxy).
+AXES_CLIENT_IP_CALLABLE = env_str("AXES_CLIENT_IP_CALLABLE")
 
 # Redis: Celery broker and result backend, and the latest snapshots of every cluster.
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -276,6 +342,10 @@ CELERY_BEAT_SCHEDULE["weekly-reports"] = {
     "schedule": crontab(day_of_week=_weekly_day, hour=_weekly_hour, minute=_weekly_minute),
 }
 CELERY_BEAT_SCHEDULE["expire-reports"] = {"task": "consumers.reports.tasks.expire_reports", "schedule": 3600.0}
+
+# The API authenticates scripts by per-user tokens (Authorization: Bearer). HTTP Basic with a
+# password is for old scripts only: off unless set, and never asked for by the API.
+API_BASIC_AUTH = env_bool("API_BASIC_AUTH", False)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")

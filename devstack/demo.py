@@ -32,6 +32,10 @@ from .traffic import Harness
 ROLES_FOR_DEMO = ("viewer", "operator", "approver", "admin")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+# The demo runs with development settings (DEBUG defaults to false: production's SECRET_KEY,
+# HTTPS redirect and HSTS); its children (web server, Celery worker and beat, statistics run)
+# inherit this environment.
+os.environ["DEBUG"] = "true"
 django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup)

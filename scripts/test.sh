@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
+# development settings: DEBUG defaults to false, which needs a SECRET_KEY and redirects to HTTPS
+# (pytest-django still runs each test with settings.DEBUG off)
+export DEBUG=true
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

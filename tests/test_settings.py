@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+ENV_EXAMPLE = Path(settings.BASE_DIR) / ".env.example"
 
 
 def load_settings(env: dict) -> subprocess.CompletedProcess:
@@ -17,10 +23,99 @@ def load_settings(env: dict) -> subprocess.CompletedProcess:
     )
 
 
-def test_no_environment_at_all_is_a_working_development_setup():
+def settings_values(env: dict, *names: str) -> dict:
+    """Import the settings in a child process with exactly `env`; the named settings, as JSON."""
+    code = "import json, dashboard.settings as s; "
+    code += f"print(json.dumps({{n: getattr(s, n) for n in {names!r}}}, default=str))"
+    clean = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", **env}
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=clean, capture_output=True, text=True, cwd=settings.BASE_DIR
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_no_environment_at_all_refuses_to_start():
+    """DEBUG unset is DEBUG off: production, which needs a SECRET_KEY."""
     result = load_settings({})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "SECRET_KEY" in result.stderr
+
+
+def test_debug_unset_means_production():
+    values = settings_values(
+        {"SECRET_KEY": "k" * 50},
+        "DEBUG", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD",
+        "SECURE_PROXY_SSL_HEADER", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SESSION_COOKIE_AGE",
+        "SESSION_EXPIRE_AT_BROWSER_CLOSE", "SECURE_REFERRER_POLICY",
+    )  # fmt: skip
+    assert values == {
+        "DEBUG": False,
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_HSTS_SECONDS": 31536000,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": False,
+        "SECURE_HSTS_PRELOAD": False,
+        "SECURE_PROXY_SSL_HEADER": None,
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+        "SESSION_COOKIE_AGE": 8 * 3600,
+        "SESSION_EXPIRE_AT_BROWSER_CLOSE": True,
+        "SECURE_REFERRER_POLICY": "same-origin",
+    }
+
+
+def test_debug_true_is_a_working_development_setup():
+    result = load_settings({"DEBUG": "true"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "django.db.backends.sqlite3", "redis://127.0.0.1:6379/0"]
+    values = settings_values({"DEBUG": "true"}, "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SESSION_COOKIE_SECURE")
+    assert values == {"SECURE_SSL_REDIRECT": False, "SECURE_HSTS_SECONDS": 0, "SESSION_COOKIE_SECURE": False}
+
+
+def test_https_and_session_settings_come_from_the_environment():
+    values = settings_values(
+        {
+            "DEBUG": "true",
+            "SECURE_SSL_REDIRECT": "true",
+            "SECURE_HSTS_SECONDS": "600",
+            "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
+            "SECURE_HSTS_PRELOAD": "true",
+            "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+            "SESSION_COOKIE_AGE": "3600",
+            "SESSION_EXPIRE_AT_BROWSER_CLOSE": "false",
+        },
+        "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD",
+        "SECURE_PROXY_SSL_HEADER", "SESSION_COOKIE_AGE", "SESSION_EXPIRE_AT_BROWSER_CLOSE",
+    )  # fmt: skip
+    assert values == {
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_HSTS_SECONDS": 600,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": True,
+        "SECURE_HSTS_PRELOAD": True,
+        "SECURE_PROXY_SSL_HEADER": ["HTTP_X_FORWARDED_PROTO", "https"],  # a tuple, through JSON
+        "SESSION_COOKIE_AGE": 3600,
+        "SESSION_EXPIRE_AT_BROWSER_CLOSE": False,
+    }
+
+
+def test_login_throttling_settings_come_from_the_environment():
+    defaults = settings_values({"DEBUG": "true"}, "AXES_ENABLED", "AXES_FAILURE_LIMIT", "AXES_COOLOFF_TIME")
+    assert defaults == {"AXES_ENABLED": True, "AXES_FAILURE_LIMIT": 5, "AXES_COOLOFF_TIME": "0:30:00"}
+    for given, expected in (("2h", "2:00:00"), ("90m", "1:30:00"), ("1.5h", "1:30:00")):
+        assert settings_values({"DEBUG": "true", "AXES_COOLOFF_TIME": given}, "AXES_COOLOFF_TIME") == {
+            "AXES_COOLOFF_TIME": expected
+        }
+    changed = {"DEBUG": "true", "AXES_ENABLED": "false", "AXES_FAILURE_LIMIT": "3"}
+    assert settings_values(changed, "AXES_ENABLED", "AXES_FAILURE_LIMIT") == {
+        "AXES_ENABLED": False,
+        "AXES_FAILURE_LIMIT": 3,
+    }
+
+
+def test_the_placeholder_secret_key_of_env_example_is_refused():
+    placeholder = re.search(r"^SECRET_KEY=(.*)$", ENV_EXAMPLE.read_text(), re.M).group(1)
+    result = load_settings({"SECRET_KEY": placeholder})
+    assert result.returncode != 0 and "placeholder" in result.stderr
 
 
 def test_production_without_a_secret_key_refuses_to_start():
@@ -30,10 +125,22 @@ def test_production_without_a_secret_key_refuses_to_start():
     assert ok.stdout.split()[:2] == ["False", "django.db.backends.postgresql"]
 
 
-@pytest.mark.parametrize(("name", "value"), [("DEBUG", "maybe"), ("ROCKETMQ_POLL_INTERVAL", "soon")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DEBUG", "maybe"),
+        ("ROCKETMQ_POLL_INTERVAL", "soon"),
+        ("SECURE_PROXY_SSL_HEADER", "HTTP_X_FORWARDED_PROTO"),
+        ("SECURE_HSTS_SECONDS", "a year"),
+        ("AXES_COOLOFF_TIME", "30"),
+        ("AXES_COOLOFF_TIME", "0m"),
+        ("AXES_COOLOFF_TIME", "2d"),
+        ("AXES_FAILURE_LIMIT", "0"),
+    ],
+)
 def test_malformed_values_are_errors(name, value):
-    result = load_settings({name: value})
-    assert result.returncode != 0 and name in result.stderr
+    result = load_settings({"DEBUG": "true", name: value} if name != "DEBUG" else {name: value})
+    assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr and name in result.stderr
 
 
 def test_the_secret_may_come_from_a_file(tmp_path):
@@ -57,9 +164,57 @@ def test_celery_limits_fit_inside_the_visibility_timeout():
 
 
 def test_every_environment_variable_read_is_documented_in_env_example():
-    import re
-
     source = (settings.BASE_DIR / "dashboard" / "settings.py").read_text()
-    names = set(re.findall(r'env_(?:str|bool|int|list|secret)\("([A-Z_]+)"', source))
+    names = set(re.findall(r'env_(?:str|bool|int|list|secret|duration)\("([A-Z_]+)"', source))
     documented = set(re.findall(r"^#?\s*([A-Z_]+)=", (settings.BASE_DIR / ".env.example").read_text(), re.M))
     assert names <= documented, sorted(names - documented)
+
+
+def env_example() -> dict[str, str]:
+    """The KEY=VALUE lines of .env.example (comments and commented-out settings left out)."""
+    pairs = {}
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            pairs[name.strip()] = value
+    return pairs
+
+
+def test_check_deploy_is_clean_with_the_production_example(tmp_path):
+    """manage.py check --deploy prints no warning with the environment of .env.example. Its
+    SECRET_KEY is an obvious placeholder (the settings refuse it), so a generated key of 50+
+    random characters stands in; the database is a SQLite file in a temporary folder, so no
+    server is needed."""
+    example = env_example()
+    assert example["DEBUG"] == "false" and example["SECRET_KEY"].startswith("REPLACE-ME")
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        **example,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        cwd=settings.BASE_DIR,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout, result.stdout
+
+
+def test_numeric_passwords_are_refused_and_ours_are_not(db):
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    from tests.conftest import PASSWORD
+
+    with pytest.raises(ValidationError, match="entirely numeric"):
+        validate_password("99999999999")
+    validate_password(PASSWORD)  # the test users'
+    validate_password("demo-admin-0a1b2c")  # the demo users' (devstack/demo.py: demo-ROLE-6 hex digits)
+    validate_password("a-long-test-password-2")  # tests/changes/test_workflow.py's second approver

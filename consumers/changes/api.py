@@ -3,11 +3,10 @@ checks roles, four eyes, expiry and read-only clusters for both)."""
 
 from __future__ import annotations
 
-import json
-
 from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
+from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
 from ..models import Cluster
 from ..rocketmq import RocketMQError
 from . import selectors
@@ -43,7 +42,37 @@ def change_json(change: ChangeRequest, *, full: bool = False) -> dict:
     return data
 
 
-@api_view(methods=("GET", "POST"))
+def _reset_params() -> Obj:
+    from ..resets.strategies import STRATEGIES
+
+    return Obj(
+        {
+            "strategy": Choice(tuple(STRATEGIES)),
+            "topics": List(Str(max_length=255, required=True), max_items=1000),
+            "include_retry": Bool(),
+            "timestamp_ms": Int(0, JAVA_LONG_MAX),
+            "shift": Int(-JAVA_LONG_MAX, JAVA_LONG_MAX),
+            "source_group": Str(max_length=255),
+            "offsets": Map(Int(0, JAVA_LONG_MAX)),
+        },
+        required=("strategy",),
+    )
+
+
+CREATE = Obj(
+    {
+        "kind": Choice(("reset",)),
+        "cluster": Str(max_length=64, required=True),
+        "group": Str(max_length=255, required=True),
+        "params": _reset_params(),
+        "reason": Str(max_length=2000),
+    },
+    required=("cluster", "group", "params"),
+)
+DECISION = Obj({"reason": Str(max_length=2000)})
+
+
+@api_view(methods=("GET", "POST"), body=CREATE)
 def changes(request):
     if request.method == "POST":
         return _create(request)
@@ -57,24 +86,17 @@ def _create(request):
     from ..resets.services import request_reset
     from ..resets.strategies import InvalidReset
 
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        return json_error(400, "the body must be JSON")
-    if not isinstance(body, dict) or body.get("kind", "reset") != "reset":
-        return json_error(400, 'the body must be a JSON object; kind "reset" (redrives: not yet)')
-    cluster = Cluster.objects.filter(name=body.get("cluster") or "").first()
+    body = request.json
+    cluster = Cluster.objects.filter(name=body["cluster"]).first()
     if cluster is None:
-        return json_error(400, f"no cluster named {body.get('cluster')!r}")
-    if not isinstance(body.get("group"), str) or not body["group"]:
-        return json_error(400, "group is required")
+        return json_error(400, f"no cluster named {body['cluster']!r}", field="body.cluster")
     try:
         change = request_reset(
             actor=Actor(request.user, remote_addr(request)),
             cluster=cluster,
             group=body["group"],
-            params=body.get("params") or {},
-            reason=body.get("reason") or "",
+            params=body["params"],
+            reason=body.get("reason", ""),
         )
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
@@ -93,17 +115,15 @@ def change(request, pk: int):
     return JsonResponse(change_json(found, full=True))
 
 
-@api_view(methods=("POST",))
+@api_view(methods=("POST",), body=DECISION)
 def change_action(request, pk: int, action: str):
     found = selectors.change_detail(pk)
     if found is None:
         return json_error(404, f"no change request #{pk}")
     try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        return json_error(400, "the body must be JSON")
-    try:
-        result = decide(found, action, actor=Actor(request.user, remote_addr(request)), reason=body.get("reason") or "")
+        result = decide(
+            found, action, actor=Actor(request.user, remote_addr(request)), reason=request.json.get("reason", "")
+        )
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
     except RocketMQError as exc:

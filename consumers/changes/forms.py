@@ -6,7 +6,17 @@ from django import forms
 
 from .models import State
 
-ACTIONS = ["request", "approve", "reject", "cancel", "expire", "refresh-preview", "run", "resume", "result"]
+ACTIONS = [
+    # change requests
+    "request", "approve", "reject", "cancel", "expire", "refresh-preview", "run", "resume", "result",
+    # DLQ
+    "redrive-plan", "redrive-pause", "redrive-resume", "redrive-cancel", "redrive-run", "redrive-result",
+    "dlq-export", "dlq-make-readable",
+    # reports
+    "report-download", "report-scheduled",
+    # security
+    "api-token-create", "api-token-revoke", "login-locked-out",
+]  # fmt: skip
 
 
 class ChangeFilterForm(forms.Form):

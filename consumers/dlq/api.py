@@ -3,27 +3,37 @@ role; redrives for operators)."""
 
 from __future__ import annotations
 
-import json
-
+from django.conf import settings
 from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
+from ..apischema import JAVA_LONG_MAX, Choice, Int, List, Obj, Str
 from ..changes.workflow import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST, perm
+from ..roles import REQUEST, may_read_bodies, perm
 from . import redrive, selectors
 from .browse import Selection
 from .forms import DlqFilterForm, encode_cursor
 from .models import RedriveJob
 
+SELECTION = Obj({
+    "since_ms": Int(0, JAVA_LONG_MAX, nullable=True), "until_ms": Int(0, JAVA_LONG_MAX, nullable=True),
+    "key": Str(), "tag": Str(), "msg_id": Str(max_length=128), "original_topic": Str(), "body": Str(strip=False),
+    "ids": List(Str(max_length=128, required=True), max_items=10_000),
+})  # fmt: skip
+REDRIVE = Obj({
+    "target": Choice(tuple(RedriveJob.Target.values)), "target_topic": Str(),
+    "rate": Int(1, settings.REDRIVE_MAX_RATE), "reason": Str(max_length=2000), "selection": SELECTION,
+}, required=("target",))  # fmt: skip
+
 
 def job_json(job: RedriveJob) -> dict:
     return {
-        "id": job.pk, "cluster": job.cluster.name, "group": job.group, "state": job.state,
-        "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
+        **redrive.progress(job), "id": job.pk, "cluster": job.cluster.name, "group": job.group,
+        "state": job.state, "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
         "selection": job.selection, "checkpoints": job.checkpoints, "failures": job.failures,
-        "change_request": job.change_request_id, **redrive.progress(job),
+        "change_request": job.change_request_id,
     }  # fmt: skip
 
 
@@ -32,7 +42,7 @@ def messages(request, cluster: str, group: str):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return json_error(404, f"no cluster named {cluster!r}")
-    form = DlqFilterForm(request.GET)
+    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
     if not form.is_valid():
         return json_error(400, f"invalid filter: {form.errors.as_text()}")
     try:
@@ -45,22 +55,18 @@ def messages(request, cluster: str, group: str):
     })  # fmt: skip
 
 
-@api_view(methods=("POST",))
+@api_view(methods=("POST",), body=REDRIVE)
 def start(request, cluster: str, group: str):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return json_error(404, f"no cluster named {cluster!r}")
-    try:
-        body = json.loads(request.body or b"{}")
-        selection = Selection.from_wire(body.get("selection") or {})
-        rate = int(body.get("rate", 0))
-    except (ValueError, TypeError) as exc:
-        return json_error(400, f"the body must be JSON with target, rate and an optional selection: {exc}")
+    body = request.json
     try:
         job = redrive.plan_redrive(
-            actor=Actor(request.user, remote_addr(request)), cluster=found, group=group, selection=selection,
-            target=body.get("target", ""), target_topic=body.get("target_topic") or "", rate=rate,
-            reason=body.get("reason") or "",
+            actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+            selection=Selection.from_wire(body.get("selection", {})), target=body["target"],
+            target_topic=body.get("target_topic", ""), rate=body.get("rate", settings.REDRIVE_DEFAULT_RATE),
+            reason=body.get("reason", ""),
         )  # fmt: skip
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))

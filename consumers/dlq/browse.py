@@ -220,8 +220,31 @@ async def scan(
             offset = stop
 
 
-async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message | None:
-    mq = MessageQueue(dlq_topic(group), broker, queue_id)
+class MessageNotFound(LookupError):
+    """The DLQ has no such broker, queue or offset; the message says which."""
+
+
+async def read_message(client: AdminClient, group: str, broker: str, queue_id: int, offset: int) -> Message:
+    """One dead letter by position, checked against the DLQ's queues first: a position outside
+    them is "not found", never a request the broker cannot answer."""
+    queue = next((q for q in await dlq_queues(client, group) if (q.broker, q.queue_id) == (broker, queue_id)), None)
+    if queue is None:
+        raise MessageNotFound(f"{dlq_topic(group)} has no queue {queue_id} on broker {broker}")
+    if not queue.min <= offset < queue.max:
+        raise MessageNotFound(
+            f"no message at offset {offset} of {dlq_topic(group)} on {broker}#{queue_id}: "
+            f"it holds offsets {queue.min} to {queue.max - 1}"
+            if queue.count
+            else f"{queue.source} is empty"
+        )
+    found = await read_at(client, group, queue, offset)
+    if found is None:
+        raise MessageNotFound(f"no message at offset {offset} of {dlq_topic(group)} on {broker}#{queue_id}")
+    return found
+
+
+async def read_at(client: AdminClient, group: str, queue: DlqQueue, offset: int) -> Message | None:
+    mq = MessageQueue(dlq_topic(group), queue.broker, queue.queue_id)
     try:
         found = await client.messages.pull_range(mq, offset, offset + 1)
     except NoPermission:  # a write-only DLQ

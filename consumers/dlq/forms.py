@@ -9,6 +9,7 @@ import json
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 
 from .browse import Selection
 from .models import RedriveJob
@@ -34,6 +35,16 @@ class DlqFilterForm(forms.Form):
     body = forms.CharField(required=False, max_length=255, label="body contains")
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
+    def __init__(self, data=None, *, can_read_bodies: bool):
+        """Searching bodies reads them: for those who may read bodies (operators) only. For the
+        others the field is not shown, and a body filter is refused rather than ignored, so a
+        script learns why its filter did nothing."""
+        super().__init__(data)
+        if not can_read_bodies:
+            del self.fields["body"]
+            if data is not None and data.get("body"):
+                raise PermissionDenied("filtering by message body needs the operator role (bodies are for operators)")
+
     def clean(self):
         data = super().clean()
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
@@ -48,7 +59,9 @@ class DlqFilterForm(forms.Form):
             cursor = json.loads(base64.urlsafe_b64decode(raw.encode()))
         except (ValueError, binascii.Error):
             raise forms.ValidationError("the page cursor is not valid; start from the first page") from None
-        if not isinstance(cursor, dict) or not all(isinstance(v, int) for v in cursor.values()):
+        if not isinstance(cursor, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in cursor.values()
+        ):
             raise forms.ValidationError("the page cursor is not valid; start from the first page")
         return cursor
 
@@ -56,7 +69,7 @@ class DlqFilterForm(forms.Form):
         data = self.cleaned_data
         return Selection(
             since_ms=_ms(data["since"]), until_ms=_ms(data["until"]), key=data["key"].strip(), tag=data["tag"].strip(),
-            msg_id=data["msg_id"].strip(), original_topic=data["original_topic"].strip(), body=data["body"],
+            msg_id=data["msg_id"].strip(), original_topic=data["original_topic"].strip(), body=data.get("body", ""),
             ids=frozenset(i.strip() for i in ids if i.strip()),
         )  # fmt: skip
 

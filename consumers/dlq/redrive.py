@@ -179,6 +179,6 @@ def progress(job: RedriveJob) -> dict:
         "failed": job.failed,
         "total": job.total,
         "percent": round(100 * (job.moved + job.failed) / job.total, 1) if job.total else 100.0,
-        "rate": round(rate, 1) if rate else None,
+        "measured_rate": round(rate, 1) if rate else None,  # what it achieved; "rate" is the one set
         "eta_seconds": round(left / rate) if rate and job.state == RedriveJob.State.RUNNING else None,
     }

@@ -10,7 +10,7 @@ from ..live import selectors as live
 from ..live.config import history_store
 from ..models import Cluster
 from ..rocketmq import AdminClient
-from .browse import DlqQueue, Page, Selection, dlq_queues, read_message, read_page
+from .browse import DlqQueue, Page, Selection, dlq_queues, read_at, read_message, read_page
 from .models import RedriveJob, RedrivenMessage
 
 
@@ -55,7 +55,7 @@ async def _arrival_times(client: AdminClient, groups: dict[str, list[DlqQueue]])
         stamps = []
         for q in queues:
             for offset in {q.min, q.max - 1} if q.count else ():
-                found = await read_message(client, group, q.broker, q.queue_id, offset)
+                found = await read_at(client, group, q, offset)
                 if found is not None:
                     stamps.append(found.store_timestamp)
         times[group] = (min(stamps), max(stamps)) if stamps else (None, None)

@@ -18,20 +18,20 @@ from ..access import bad_request, cluster_or_404, console_action, console_page, 
 from ..changes import audit
 from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
-from ..csvstream import csv_writer
+from ..csvstream import attachment, csv_writer
 from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
-from ..roles import REQUEST, perm
+from ..roles import REQUEST, may_read_bodies, perm
 from . import redrive, selectors
-from .browse import Selection, body_views, dlq_queues, export_record, row, scan
+from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm, encode_cursor
 from .models import RedriveJob
 
 
 def _operator(request) -> None:
-    if not request.user.has_perm(perm(REQUEST)):
+    if not may_read_bodies(request.user):
         raise PermissionDenied("message bodies, exports and redrives need the operator role")
 
 
@@ -47,7 +47,7 @@ def overview(request):
 @console_page
 def group_dlq(request, cluster: str, group: str):
     cluster = cluster_or_404(cluster)
-    form = DlqFilterForm(request.GET)
+    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     try:
@@ -71,13 +71,15 @@ def group_dlq(request, cluster: str, group: str):
 @console_page
 def message(request, cluster: str, group: str, broker: str, queue_id: int, offset: int):
     cluster = cluster_or_404(cluster)
-    found = selectors.message(cluster, group, broker, queue_id, offset)
-    if found is None:
-        raise Http404(f"No message at offset {offset} of {dlq_topic(group)} on {broker}")
-    show_body = request.user.has_perm(perm(REQUEST))
+    try:
+        found = selectors.message(cluster, group, broker, queue_id, offset)
+    except MessageNotFound as exc:
+        raise Http404(str(exc)) from None
+    except RocketMQError as exc:
+        return render(request, "dlq/group.html", {"cluster": cluster, "group": group, "error": str(exc)}, status=502)
     context = {
         "cluster": cluster, "group": group, "m": row(found, broker), "properties": sorted(found.properties.items()),
-        "body": body_views(found) if show_body else None, "status": selectors.redrive_status(
+        "body": body_views(found) if may_read_bodies(request.user) else None, "status": selectors.redrive_status(
             cluster, group, [(broker, queue_id, offset)]).get(f"{broker}#{queue_id}:{offset}", []), "nav": "dlq",
     }  # fmt: skip
     return render(request, "dlq/message.html", context)
@@ -89,7 +91,7 @@ def export(request, cluster: str, group: str, fmt: str):
         raise Http404("exports are .jsonl or .csv")
     _operator(request)
     cluster = cluster_or_404(cluster)
-    form = DlqFilterForm(request.GET)
+    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     selection = form.selection()
@@ -98,8 +100,8 @@ def export(request, cluster: str, group: str, fmt: str):
                  details={"format": fmt, "selection": selection.to_wire()})  # fmt: skip
     lines = _export_lines(cluster, group, selection, fmt)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson" if fmt == "jsonl" else "text/csv")
-    name = f"dlq-{group}-{selection.describe()}".replace("/", "_").replace('"', "")[:180]
-    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    # the filter is typed by the user (CR/LF, quotes, any script): attachment() makes it a safe header
+    response["Content-Disposition"] = attachment(f"dlq-{group}-{selection.describe()}"[:180] + f".{fmt}")
     return response
 
 
@@ -121,12 +123,13 @@ def _export_lines(cluster, group, selection, fmt):
                 if fmt == "jsonl":
                     yield json.dumps(record, ensure_ascii=False) + "\n"
                 else:
-                    values = {
-                        **record,
-                        "keys": " ".join(record["keys"]),
-                        "properties": json.dumps(record["properties"]),
-                    }
-                    yield writer.writerow([values[c] for c in CSV_COLUMNS])
+                    yield writer.writerow(csv_row(record))  # formula-safe: keys, tags, topics come from clients
+
+
+def csv_row(record: dict) -> list:
+    """One export record (browse.export_record) as the cells of a CSV row, in CSV_COLUMNS order."""
+    values = {**record, "keys": " ".join(record["keys"]), "properties": json.dumps(record["properties"])}
+    return [values[c] for c in CSV_COLUMNS]
 
 
 async def _records(client, group, selection, window):
@@ -152,7 +155,10 @@ def make_readable(request, cluster: str, group: str):
 def start_redrive(request, cluster: str, group: str):
     _operator(request)
     cluster = cluster_or_404(cluster)
-    filters, form = DlqFilterForm(request.POST), RedriveForm(request.POST)
+    filters, form = (
+        DlqFilterForm(request.POST, can_read_bodies=may_read_bodies(request.user)),
+        RedriveForm(request.POST),
+    )
     if not (filters.is_valid() and form.is_valid()):
         return bad_request(request, f"Invalid redrive: {filters.errors.as_text()} {form.errors.as_text()}")
     data = form.cleaned_data

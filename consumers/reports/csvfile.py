@@ -3,14 +3,17 @@ ISO 8601, and the source in every row so the file stands on its own."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
+from ..csvstream import csv_writer
 from .content import DETAIL_COLUMNS, ReportContent
 
 
-def cell(value) -> str:
+def cell(value):
+    """A value as written to a CSV cell. Numbers stay numbers (the csv module writes a float's
+    repr), so the formula-safe writer leaves a negative number alone and neutralises only text."""
     if value is None:
         return ""
     if isinstance(value, dt.datetime):
@@ -18,13 +21,15 @@ def cell(value) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, float):
-        return repr(round(value, 6))
+        return round(value, 6)
+    if isinstance(value, (int, Decimal)):
+        return value
     return str(value)
 
 
 def write_csv(content: ReportContent, path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = csv_writer(handle)  # formula-safe: group names come from the brokers
         writer.writerow([header for _, header, _ in DETAIL_COLUMNS] + ["source"])
         for row in content.detail:
             writer.writerow([cell(row.get(key)) for key, _, _ in DETAIL_COLUMNS] + [content.source])

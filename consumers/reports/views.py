@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ..access import bad_request, console_action, console_page, remote_addr
 from ..changes import audit
+from ..csvstream import attachment
 from ..models import Cluster
 from ..redis_client import get_redis
 from . import live, services
@@ -66,7 +67,9 @@ def download(request, pk: int, fmt: str):
         path = services.download_path(report, fmt, username=request.user.username, remote_addr=remote_addr(request))
     except services.ReportRefused as exc:
         raise Http404(str(exc)) from None
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=path.name, content_type=CONTENT_TYPES[fmt])
+    response = FileResponse(open(path, "rb"), content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = attachment(path.name)  # Django's gives either filename or filename*
+    return response
 
 
 @console_page
@@ -88,5 +91,5 @@ def report_now(request, fmt: str):
         response = StreamingHttpResponse(live.live_csv_lines(rows), content_type=CONTENT_TYPES["csv"])
     else:
         response = HttpResponse(live.live_xlsx(rows), content_type=CONTENT_TYPES["xlsx"])
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["Content-Disposition"] = attachment(name)
     return response

@@ -13,6 +13,7 @@ from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
+from ..csvstream import safe_cell
 from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
 
 NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@",
@@ -49,14 +50,14 @@ def _about(book: Workbook, content: ReportContent) -> None:
     rows += [(f"coverage {cluster}", share) for cluster, share in content.coverage.items()]
     rows += [("note", note) for note in content.notes]
     for label, value in rows:
-        value_cell = WriteOnlyCell(sheet, value="unknown (no statistics)" if value is None else value)
+        value_cell = WriteOnlyCell(sheet, value=safe_cell("unknown (no statistics)" if value is None else value))
         if isinstance(value, dt.datetime):
             value_cell.number_format = "yyyy-mm-dd hh:mm:ss"
         elif isinstance(value, dt.date):
             value_cell.number_format = "yyyy-mm-dd"
         elif isinstance(value, float):
             value_cell.number_format = "0.0%"
-        label_cell = WriteOnlyCell(sheet, value=label)
+        label_cell = WriteOnlyCell(sheet, value=safe_cell(label))
         label_cell.font = BOLD
         sheet.append([label_cell, value_cell])
 
@@ -71,7 +72,7 @@ def write_sheet(book: Workbook, title: str, columns, rows: list[dict], *, hourly
     sheet.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{len(rows) + 1}"
     header = []
     for _, label, _ in columns:
-        cell = WriteOnlyCell(sheet, value=label)
+        cell = WriteOnlyCell(sheet, value=safe_cell(label))
         cell.font = BOLD
         header.append(cell)
     sheet.append(header)
@@ -86,7 +87,8 @@ def write_sheet(book: Workbook, title: str, columns, rows: list[dict], *, hourly
             value = row.get(key)
             if isinstance(value, dt.datetime):
                 value = value.astimezone(dt.UTC).replace(tzinfo=None)  # Excel has no time zones: UTC, says About
-            cell = WriteOnlyCell(sheet, value=value)
+            # group names and statuses come from brokers; openpyxl would store text starting with = as a formula
+            cell = WriteOnlyCell(sheet, value=safe_cell(value))
             if value is not None:
                 cell.number_format = number_format
             cells.append(cell)

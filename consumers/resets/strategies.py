@@ -89,7 +89,7 @@ def validate_params(params: dict, *, now_ms: int) -> dict:
     clean["topics"] = sorted({t.strip() for t in topics})
     if strategy == "time":
         timestamp = params.get("timestamp_ms")
-        if not isinstance(timestamp, int) or timestamp < 0:
+        if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
             raise InvalidReset("a time reset needs timestamp_ms, milliseconds since the epoch")
         if timestamp > now_ms:
             when = dt.datetime.fromtimestamp(timestamp / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -3,7 +3,6 @@ behind when stopped."""
 
 from __future__ import annotations
 
-import base64
 import http.cookiejar
 import json
 import os
@@ -83,13 +82,10 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
         )
         assert home.url == base + "/" and "Overview" in home.read().decode()
 
-        # the worker and beat poll: the API soon shows the cluster with its groups
-        auth = {"Authorization": "Basic " + base64.b64encode(f"viewer:{password}".encode()).decode()}
+        # the worker and beat poll: the API (read with the session) soon shows the cluster with its groups
         deadline = time.monotonic() + 90
         while True:
-            clusters = json.loads(
-                urllib.request.urlopen(urllib.request.Request(base + "/api/clusters/", headers=auth)).read()
-            )
+            clusters = json.loads(browser.open(base + "/api/clusters/").read())
             meta = clusters["clusters"][0]["last_poll"] or {}
             if meta.get("groups", 0) >= 6:
                 break

@@ -81,6 +81,14 @@ def test_browse_counts_filters_and_renders_every_body_safely(client, personas, c
     assert narrowed.count('class="dead"') == 1 and dead["special"]["binary"] in narrowed
     assert client.get(f"/dlq/local/{group}/?tag=html").content.decode().count('class="dead"') == 1
     assert client.get(f"/dlq/local/{group}/?since=2026-02-02T00:00&until=2026-01-01T00:00").status_code == 400
+    # bodies are for operators: a viewer is not offered the body filter and is refused it
+    assert 'name="body"' not in page and 'name="key"' in page
+    assert client.get(f"/dlq/local/{group}/?key=special-binary&body=x").status_code == 403
+    assert client.get(f"/api/dlq/local/{group}/messages/?body=x").status_code == 403
+    # positions that do not exist are "not found", never a broker error or a 500
+    for position in ("broker-a/99999/0", "no-such-broker/0/0", f"broker-a/0/{2**63}", f"broker-b/0/{2**63 - 1}"):
+        missing = client.get(f"/dlq/local/{group}/{position}/")
+        assert missing.status_code == 404 and b"Not found" in missing.content, position
 
     def message_page(msg_id: str, who: str) -> str:
         client.force_login(personas[who])
@@ -92,6 +100,8 @@ def test_browse_counts_filters_and_renders_every_body_safely(client, personas, c
     assert "alert(1)" not in viewer_view and "Bodies are shown to operators" in viewer_view
     html = message_page(dead["special"]["script"], "operator")
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    by_body = client.get(f"/dlq/local/{group}/?body=alert(1)").content.decode()  # operator: allowed
+    assert by_body.count('class="dead"') == 1 and dead["special"]["script"] in by_body
     assert "übergröße ✓" in html and "ORIGIN_MESSAGE_ID" in html
     assert 'id="body-hex">00 01 02 03' in message_page(dead["special"]["binary"], "operator")
     large = message_page(dead["special"]["large"], "operator")

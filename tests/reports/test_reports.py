@@ -21,7 +21,6 @@ from consumers.reports import services
 from consumers.reports.content import ReportSpec
 from consumers.reports.models import Report
 from consumers.stats.models import ClusterDay, GroupDay
-from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TODAY = timezone.now().date()
@@ -161,7 +160,7 @@ def test_bad_parameters_create_nothing(days, changes, why):
 def test_every_role_makes_and_downloads_and_each_download_is_audited(days, client, personas, monkeypatch):
     queued = []
     monkeypatch.setattr("consumers.reports.views.build_report.delay", queued.append)
-    client.login(username="viewer", password=PASSWORD)
+    client.force_login(personas["viewer"])
     form = {"clusters": ["east"], "first": D1, "last": D3, "granularity": "daily", "formats": ["csv", "xlsx"]}
     assert client.post("/reports/new/", {**form, "clusters": ["west"]}).status_code == 400
     assert client.post("/reports/new/", {**form, "last": D1 - dt.timedelta(days=1)}).status_code == 400

@@ -248,7 +248,8 @@ def test_a_worker_that_dies_mid_run_is_taken_over_and_the_result_is_true(
         ("real", {"strategy": "time", "timestamp_ms": int(time.time() * 1000) + 3_600_000}, "in the future"),
         ("real", {"strategy": "shift", "shift": 0}, "non-zero"),
         ("real", {"strategy": "copy", "source_group": "G-nobody-here"}, "to copy offsets from"),
-        ("real", {"strategy": "sideways"}, "unknown strategy"),
+        ("real", {"strategy": "sideways"}, "body.params.strategy: must be one of time, earliest"),
+        ("real", {"strategy": "time", "timestamp_ms": True}, "body.params.timestamp_ms: must be a whole number"),
     ],
 )
 def test_bad_input_is_refused_in_the_api_and_nothing_is_sent(

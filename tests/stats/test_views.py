@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from consumers.models import Cluster
 from consumers.stats.models import ClusterDay, GroupDay, StatsRun
-from tests.conftest import PASSWORD
 
 TODAY = timezone.now().date()
 D1, D2, D3 = TODAY - dt.timedelta(days=2), TODAY - dt.timedelta(days=1), TODAY
@@ -89,9 +88,9 @@ def test_only_operators_start_runs(client, personas, stats, monkeypatch):
     queued = []
     monkeypatch.setattr("consumers.stats.views.run_statistics.delay", queued.append)
     form = {"first": D1.isoformat(), "last": D1.isoformat(), "cluster": "east"}
-    client.login(username="viewer", password=PASSWORD)
+    client.force_login(personas["viewer"])
     assert client.post("/stats/jobs/run/", form).status_code == 403
-    client.login(username="operator", password=PASSWORD)
+    client.force_login(personas["operator"])
     assert client.post("/stats/jobs/run/", {**form, "last": "2001-01-01"}).status_code == 400
     assert client.post("/stats/jobs/run/", {**form, "cluster": "nowhere"}).status_code == 400
     assert not StatsRun.objects.exists() and not queued

@@ -1,0 +1,39 @@
+"""Per-user API tokens for scripts: `Authorization: Bearer <token>`.
+
+Only a SHA-256 of the token is stored (a token is 256 random bits, so a plain hash is enough:
+there is nothing to guess that a slow hash would protect); the short prefix finds the row and
+is shown in lists so users can tell their tokens apart.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class ApiToken(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)  # hex SHA-256 of the whole token
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_from = models.CharField(max_length=64, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) of {self.user}"
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= timezone.now():
+            return "expired"
+        return "active"

@@ -1,0 +1,64 @@
+"""Creating, revoking and checking API tokens; every change is audited."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+
+from django.utils import timezone
+
+from ..changes import audit
+from .models import ApiToken
+
+PREFIX = "rmqc_"
+# a request may update last_used_at at most this often per token (one write, not one per call)
+LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create(user, *, name: str, days: int | None, remote_addr: str = "") -> tuple[ApiToken, str]:
+    """A new token; the secret is returned once and never stored."""
+    prefix = secrets.token_hex(4)
+    secret = f"{PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    expires = timezone.now() + dt.timedelta(days=days) if days else None
+    token = ApiToken.objects.create(user=user, name=name, prefix=prefix, digest=_digest(secret), expires_at=expires)
+    details = {"token": prefix, "name": name, "expires_at": expires.isoformat() if expires else None}
+    audit.record("api-token-create", username=user.get_username(), remote_addr=remote_addr, details=details)
+    return token, secret
+
+
+def revoke(user, token_id: int, *, remote_addr: str = "") -> ApiToken | None:
+    """Revoke one of the user's own tokens (None: no such token of theirs)."""
+    token = ApiToken.objects.filter(user=user, pk=token_id, revoked_at__isnull=True).first()
+    if token is None:
+        return None
+    token.revoked_at = timezone.now()
+    token.save(update_fields=["revoked_at"])
+    audit.record("api-token-revoke", username=user.get_username(), remote_addr=remote_addr,
+                 details={"token": token.prefix, "name": token.name})  # fmt: skip
+    return token
+
+
+def user_for(secret: str, *, remote_addr: str = ""):
+    """The active user a presented token belongs to, or None."""
+    if not secret.startswith(PREFIX) or len(secret) > 200:
+        return None
+    prefix = secret[len(PREFIX) :].partition("_")[0]
+    token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+    if token is None or not hmac.compare_digest(token.digest, _digest(secret)):
+        return None
+    if token.state != "active" or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now, last_used_from=remote_addr[:64])
+    return token.user
+
+
+def tokens_of(user) -> list[ApiToken]:
+    return list(ApiToken.objects.filter(user=user))

@@ -1,0 +1,47 @@
+"""The API tokens page: a user lists, creates and revokes their own tokens. A new token's
+secret is shown once, in the answer to the POST that made it (never in a URL or a redirect)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages as flash
+from django.shortcuts import redirect, render
+
+from ..access import console_action, console_page, remote_addr
+from . import services
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="what the token is for, e.g. 'nightly lag export'")
+    days = forms.IntegerField(required=False, min_value=1, max_value=3650, initial=90, label="expires after (days)",
+                              help_text="empty: never expires")  # fmt: skip
+
+
+def _page(request, form, *, secret: str | None = None, status: int = 200):
+    context = {"tokens": services.tokens_of(request.user), "form": form, "secret": secret, "nav": "tokens"}
+    return render(request, "tokens/list.html", context, status=status)
+
+
+@console_page
+def token_list(request):
+    return _page(request, TokenForm())
+
+
+@console_action
+def token_create(request):
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    _, secret = services.create(request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"],
+                                remote_addr=remote_addr(request))  # fmt: skip
+    return _page(request, TokenForm(), secret=secret)
+
+
+@console_action
+def token_revoke(request, pk: int):
+    token = services.revoke(request.user, pk, remote_addr=remote_addr(request))
+    if token is None:
+        flash.error(request, "No such active token of yours.")
+    else:
+        flash.success(request, f"Token {token.name} ({token.prefix}…) is revoked.")
+    return redirect("consumers:tokens")

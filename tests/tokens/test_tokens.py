@@ -1,0 +1,91 @@
+"""API tokens: made, listed and revoked by their user on a page, shown once, stored as a hash,
+expiring, recording their last use, audited."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+
+from django.utils import timezone
+
+from consumers.changes.models import AuditEvent
+from consumers.tokens.models import ApiToken
+
+
+def _create(client, name="nightly export", days="30") -> str:
+    page = client.post("/account/tokens/new/", {"name": name, "days": days})
+    assert page.status_code == 200
+    return re.search(r'id="new-token">.*?<code>(rmqc_[^<]+)</code>', page.content.decode()).group(1)
+
+
+def _api(client, secret: str):
+    return client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+
+def test_a_token_is_shown_once_stored_hashed_and_works(client, personas, redis):
+    client.force_login(personas["viewer"])
+    secret = _create(client)
+    token = ApiToken.objects.get()
+    assert token.digest == hashlib.sha256(secret.encode()).hexdigest() and secret not in str(token.__dict__)
+    assert secret.startswith(f"rmqc_{token.prefix}_") and len(secret) > 40
+    assert 29 <= (token.expires_at - timezone.now()).days <= 30
+    listing = client.get("/account/tokens/").content.decode()
+    assert "nightly export" in listing and token.prefix in listing and secret not in listing
+    client.logout()
+    assert _api(client, secret).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None and token.last_used_from == "127.0.0.1"
+    assert list(AuditEvent.objects.values_list("action", "username")) == [("api-token-create", "viewer")]
+
+
+def test_revoked_expired_and_forged_tokens_are_refused(client, personas, redis, settings):
+    settings.AXES_FAILURE_LIMIT = 10  # five refusals in a row here; the lockout is tested below
+    client.force_login(personas["operator"])
+    revoked, expired, kept = _create(client, "a"), _create(client, "b", days=""), _create(client, "c")
+    assert ApiToken.objects.get(name="b").expires_at is None  # empty: never expires
+    ApiToken.objects.filter(name="b").update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert client.post(f"/account/tokens/{ApiToken.objects.get(name='a').pk}/revoke/").status_code == 302
+    assert "revoked" in client.get("/account/tokens/").content.decode()
+    client.logout()
+    for secret in (revoked, expired, kept[:-1] + ("A" if kept[-1] != "A" else "B"), "rmqc_", "not-a-token"):
+        response = _api(client, secret)
+        assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer"), secret
+    assert _api(client, kept).status_code == 200
+    actions = list(AuditEvent.objects.values_list("action", flat=True))
+    assert actions.count("api-token-create") == 3 and actions.count("api-token-revoke") == 1
+
+
+def test_nobody_revokes_or_sees_another_users_token(client, personas, redis):
+    client.force_login(personas["viewer"])
+    secret = _create(client, "viewer's script")
+    client.force_login(personas["admin"])
+    assert "viewer&#x27;s script" not in client.get("/account/tokens/").content.decode()
+    client.post(f"/account/tokens/{ApiToken.objects.get().pk}/revoke/")
+    assert ApiToken.objects.get().revoked_at is None
+    client.logout()
+    assert _api(client, secret).status_code == 200
+
+
+def test_a_bad_token_form_is_a_400_and_makes_nothing(client, personas, redis):
+    client.force_login(personas["viewer"])
+    for data in ({"name": "", "days": "1"}, {"name": "x", "days": "0"}, {"name": "x", "days": "true"}):
+        assert client.post("/account/tokens/new/", data).status_code == 400
+    assert not ApiToken.objects.exists()
+
+
+def test_guessing_tokens_locks_the_address_out(client, personas, redis, settings):
+    """Wrong tokens count as failed logins: after AXES_FAILURE_LIMIT of them the address gets a
+    429 even for a good token (the answer must not tell a guesser they found one); unlocking
+    (the admin's AccessAttempt page, or axes_reset) lets it in again."""
+    from axes.utils import reset
+
+    client.force_login(personas["viewer"])
+    good = _create(client)
+    client.logout()
+    answers = [_api(client, f"rmqc_{n:08x}_guess").status_code for n in range(settings.AXES_FAILURE_LIMIT)]
+    assert answers == [401] * (settings.AXES_FAILURE_LIMIT - 1) + [429]  # the failure that reaches the limit locks
+    locked = _api(client, good)
+    assert locked.status_code == 429 and locked.json()["status"] == 429
+    assert reset(ip="127.0.0.1") >= 1
+    assert _api(client, good).status_code == 200
