@@ -124,6 +124,17 @@ class Map:
 
 
 @dataclass(frozen=True)
+class AnyObject:
+    """Any JSON object, checked later by a schema chosen from another field (a change's params
+    by its kind)."""
+
+    def clean(self, value: Any, field: str) -> dict:
+        if not isinstance(value, dict):
+            raise SchemaError(field, f"must be an object, not {_kind(value)}")
+        return value
+
+
+@dataclass(frozen=True)
 class Obj:
     """An object with named fields; absent optional fields are left out of the result."""
 

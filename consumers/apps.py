@@ -10,7 +10,10 @@ class ConsumersConfig(AppConfig):
         from axes.signals import user_locked_out
         from django.contrib.auth.signals import user_logged_in
 
+        # the kinds of change register with the workflow
+        from .dlq import kind as redrive_kind  # noqa: F401
         from .lockout import audit_lockout, reset_own_failures
+        from .resets import kind as reset_kind  # noqa: F401
 
         user_locked_out.connect(audit_lockout, dispatch_uid="consumers.lockout.audit")
         user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.lockout.reset")

@@ -91,7 +91,7 @@ def audit_lockout(sender, request=None, username=None, ip_address=None, **kwargs
     log at will): the admin's access attempts count them."""
     from axes.helpers import get_cool_off, get_failure_limit
 
-    from .changes import audit
+    from . import audit
 
     credentials = getattr(request, "axes_credentials", None)
     limit = get_failure_limit(request, credentials)

@@ -232,8 +232,6 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
-# A late-acknowledged task running past the visibility timeout would be delivered twice.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True
@@ -342,6 +340,28 @@ CELERY_BEAT_SCHEDULE["weekly-reports"] = {
     "schedule": crontab(day_of_week=_weekly_day, hour=_weekly_hour, minute=_weekly_minute),
 }
 CELERY_BEAT_SCHEDULE["expire-reports"] = {"task": "consumers.reports.tasks.expire_reports", "schedule": 3600.0}
+
+# Each long job runs in a task of its own whose limits come from the job's setting (above); the
+# global CELERY_TASK_*_TIME_LIMIT applies to the short tasks only. Redis re-delivers a late-
+# acknowledged task that is not acknowledged within the visibility timeout, while it still runs:
+# the timeout must exceed the longest hard limit, or that job would run twice at once.
+REPORT_BUILD_TIME_LIMIT = env_int("REPORT_BUILD_TIME_LIMIT", 900)
+TASK_HARD_LIMITS = {
+    "global": CELERY_TASK_TIME_LIMIT,
+    "change": CHANGE_RUN_TIME_LIMIT + 30,
+    "redrive": REDRIVE_TIME_LIMIT + 30,
+    "statistics": STATS_RUN_TIME_LIMIT + 120,
+    "report": REPORT_BUILD_TIME_LIMIT + 60,
+}
+_longest = max(TASK_HARD_LIMITS.values())
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", _longest + 600)
+if CELERY_VISIBILITY_TIMEOUT <= _longest:
+    _name = max(TASK_HARD_LIMITS, key=TASK_HARD_LIMITS.get)
+    raise ImproperlyConfigured(
+        f"CELERY_VISIBILITY_TIMEOUT={CELERY_VISIBILITY_TIMEOUT} s must exceed the longest task limit "
+        f"({_longest} s, the {_name} task's): a running task would be delivered again"
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 
 # The API authenticates scripts by per-user tokens (Authorization: Bearer). HTTP Basic with a
 # password is for old scripts only: off unless set, and never asked for by the API.

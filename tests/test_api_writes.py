@@ -23,6 +23,7 @@ from consumers.changes.workflow import Actor
 from consumers.dlq.api import REDRIVE
 from consumers.dlq.models import RedriveJob
 from consumers.models import Cluster
+from consumers.resets.kind import API_PARAMS as RESET_PARAMS
 from consumers.tokens import services as tokens
 
 PLAN = {"rows": [], "totals": {}, "warnings": [], "online": False}
@@ -98,7 +99,8 @@ def _state():
 
 
 ENDPOINTS = {
-    "create": ("/api/changes/", CREATE),
+    # the envelope, with the params of the one kind scripts request (a reset)
+    "create": ("/api/changes/", Obj({**CREATE.fields, "params": RESET_PARAMS}, required=CREATE.required)),
     "approve": ("/api/changes/{change}/approve/", DECISION),
     "reject": ("/api/changes/{change}/reject/", DECISION),
     "cancel": ("/api/changes/{change}/cancel/", DECISION),
@@ -144,12 +146,12 @@ def test_broken_and_oversized_bodies_are_refused(client, world, raw, says):
 
 def test_the_schema_errors_name_the_field():
     with pytest.raises(apischema.SchemaError) as refused:
-        apischema.parse(
-            b'{"cluster": "e", "group": "g", "params": {"strategy": "exact", "offsets": {"a": true}}}', CREATE
-        )
+        RESET_PARAMS.clean({"strategy": "exact", "offsets": {"a": True}}, "body.params")
     assert refused.value.field == 'body.params.offsets["a"]' and "whole number" in refused.value.message
     with pytest.raises(apischema.SchemaError, match="body.params.timestamp_ms: must be a whole number, not a boolean"):
-        apischema.parse(b'{"cluster": "e", "group": "g", "params": {"strategy": "time", "timestamp_ms": true}}', CREATE)
+        RESET_PARAMS.clean({"strategy": "time", "timestamp_ms": True}, "body.params")
+    with pytest.raises(apischema.SchemaError, match="body.params: must be an object, not a list"):
+        apischema.parse(b'{"cluster": "e", "group": "g", "params": [1]}', CREATE)
     with pytest.raises(apischema.SchemaError, match="body.rate: must be a whole number, not a boolean"):
         apischema.parse(b'{"target": "group", "rate": true}', REDRIVE)
     with pytest.raises(apischema.SchemaError, match="body.selection.since_ms: must be a whole number, not a string"):

@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from django.test import RequestFactory
 from openpyxl import load_workbook
 
-from consumers.changes import audit
+from consumers import audit
 from consumers.changes.models import AuditEvent
 from consumers.csvstream import attachment, csv_writer, safe_cell
 from consumers.dlq.views import CSV_COLUMNS, csv_row

@@ -157,10 +157,29 @@ def test_the_secret_may_come_from_a_file(tmp_path):
     assert result.stdout.strip() == "from-a-file-" + "y" * 40
 
 
-def test_celery_limits_fit_inside_the_visibility_timeout():
-    longest = max(settings.CELERY_TASK_TIME_LIMIT, settings.ROCKETMQ_POLL_DEADLINE + 60)
-    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > longest
+def test_every_task_limit_fits_inside_the_visibility_timeout():
+    """Read from the registered tasks themselves, not from the settings that computed them."""
+    from dashboard.celery import app
+
+    app.loader.import_default_modules()
+    limits = {name: task.time_limit or settings.CELERY_TASK_TIME_LIMIT
+              for name, task in app.tasks.items() if name.startswith("consumers.")}  # fmt: skip
+    assert limits["consumers.dlq.tasks.run_redrive"] == settings.REDRIVE_TIME_LIMIT + 30
+    assert limits["consumers.stats.tasks.run_statistics"] > settings.STATS_RUN_TIME_LIMIT
+    assert limits["consumers.reports.tasks.build_report"] > settings.REPORT_BUILD_TIME_LIMIT
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > max(limits.values())
     assert not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)  # tests use a real worker, not eager mode
+
+
+def test_a_visibility_timeout_shorter_than_a_task_limit_is_refused():
+    code = "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'dashboard.settings'; django.setup()"
+    environment = {"PATH": "/usr/bin:/bin", "DEBUG": "true", "CELERY_VISIBILITY_TIMEOUT": "3600",
+                   "REDRIVE_TIME_LIMIT": "21600", "VAR_DIR": "/tmp/console-settings-test"}  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
+                            cwd=settings.BASE_DIR)  # fmt: skip
+    assert (
+        result.returncode != 0 and "must exceed the longest task limit (21630 s, the redrive task's)" in result.stderr
+    )
 
 
 def test_every_environment_variable_read_is_documented_in_env_example():

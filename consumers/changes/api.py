@@ -6,14 +6,14 @@ from __future__ import annotations
 from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
-from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
+from ..apischema import AnyObject, Obj, SchemaError, Str
+from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from . import selectors
+from . import kinds, selectors
 from .forms import ChangeFilterForm
 from .models import ChangeRequest
 from .services import decide
-from .workflow import Actor, ChangeRefused
 
 
 def change_json(change: ChangeRequest, *, full: bool = False) -> dict:
@@ -42,29 +42,13 @@ def change_json(change: ChangeRequest, *, full: bool = False) -> dict:
     return data
 
 
-def _reset_params() -> Obj:
-    from ..resets.strategies import STRATEGIES
-
-    return Obj(
-        {
-            "strategy": Choice(tuple(STRATEGIES)),
-            "topics": List(Str(max_length=255, required=True), max_items=1000),
-            "include_retry": Bool(),
-            "timestamp_ms": Int(0, JAVA_LONG_MAX),
-            "shift": Int(-JAVA_LONG_MAX, JAVA_LONG_MAX),
-            "source_group": Str(max_length=255),
-            "offsets": Map(Int(0, JAVA_LONG_MAX)),
-        },
-        required=("strategy",),
-    )
-
-
+# the envelope; "params" is checked by the schema of the request's kind (kinds.ChangeKind.api_params)
 CREATE = Obj(
     {
-        "kind": Choice(("reset",)),
+        "kind": Str(max_length=32),
         "cluster": Str(max_length=64, required=True),
         "group": Str(max_length=255, required=True),
-        "params": _reset_params(),
+        "params": AnyObject(),
         "reason": Str(max_length=2000),
     },
     required=("cluster", "group", "params"),
@@ -83,25 +67,25 @@ def changes(request):
 
 
 def _create(request):
-    from ..resets.services import request_reset
-    from ..resets.strategies import InvalidReset
-
     body = request.json
+    offered = kinds.creatable()
+    # without "kind", the only kind scripts may request (today: resets)
+    name = body.get("kind") or (next(iter(offered)) if len(offered) == 1 else "")
+    if name not in offered:
+        return json_error(400, f"body.kind: must be one of {', '.join(offered)}", field="body.kind")
+    kind = offered[name]
+    try:
+        params = kind.api_params.clean(body["params"], "body.params")
+    except SchemaError as exc:
+        return json_error(400, str(exc), field=exc.field)
     cluster = Cluster.objects.filter(name=body["cluster"]).first()
     if cluster is None:
         return json_error(400, f"no cluster named {body['cluster']!r}", field="body.cluster")
     try:
-        change = request_reset(
-            actor=Actor(request.user, remote_addr(request)),
-            cluster=cluster,
-            group=body["group"],
-            params=body["params"],
-            reason=body.get("reason", ""),
-        )
+        change = kind.api_create(actor=Actor(request.user, remote_addr(request)), cluster=cluster,
+                                 group=body["group"], params=params, reason=body.get("reason", ""))  # fmt: skip
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
-    except InvalidReset as exc:
-        return json_error(400, str(exc))
     except RocketMQError as exc:
         return json_error(502, f"the broker could not be read: {exc}")
     return JsonResponse(change_json(change, full=True), status=201)

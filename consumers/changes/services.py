@@ -1,18 +1,18 @@
-"""One entry for every decision on a request, from the pages and the API alike: approve
-(and queue the run once the transaction commits), reject, cancel, refresh the preview, undo."""
+"""One entry for every decision on a request, from the pages and the API alike: approve (and
+queue the run once the transaction commits), reject, cancel, and whatever further decisions the
+request's kind registered (a reset's refresh and undo)."""
 
 from __future__ import annotations
 
 from django.db import transaction
 
-from . import notify, workflow
+from ..core import Actor, ChangeRefused
+from . import kinds, notify, workflow
 from .models import ChangeRequest
-from .workflow import Actor, ChangeRefused
 
 
 def decide(request: ChangeRequest, action: str, *, actor: Actor, reason: str = "") -> ChangeRequest:
-    from ..resets import services as resets
-
+    kind = kinds.of(request)
     if action == "approve":
         approved = workflow.approve(request, actor=actor)
         notify.decided(approved)
@@ -23,28 +23,13 @@ def decide(request: ChangeRequest, action: str, *, actor: Actor, reason: str = "
     if action == "reject":
         rejected = workflow.reject(request, actor=actor, reason=reason)
         notify.decided(rejected)
-        _refused_redrive(rejected)
+        kind.ended_unrun(rejected)
         return rejected
     if action == "cancel":
         cancelled = workflow.cancel(request, actor=actor)
-        _refused_redrive(cancelled)
+        kind.ended_unrun(cancelled)
         return cancelled
-    from ..resets.strategies import InvalidReset
-
-    if action in ("refresh", "undo") and request.kind != ChangeRequest.Kind.RESET:
-        raise ChangeRefused(f"{action} applies to offset resets only", 409)
-    try:
-        if action == "refresh":
-            return resets.refresh_preview(request, actor=actor)
-        if action == "undo":
-            return resets.undo(request, actor=actor, reason=reason or f"undo of #{request.pk}")
-    except InvalidReset as exc:
-        raise ChangeRefused(str(exc)) from exc
-    raise ChangeRefused(f"unknown action {action!r}; one of approve, reject, cancel, refresh, undo")
-
-
-def _refused_redrive(request: ChangeRequest) -> None:
-    if request.kind == ChangeRequest.Kind.REDRIVE:
-        from ..dlq.redrive import refused
-
-        refused(request)
+    if action in kind.actions:
+        return kind.actions[action](request, actor=actor, reason=reason)
+    offered = ", ".join(["approve", "reject", "cancel", *kind.actions])
+    raise ChangeRefused(f"unknown action {action!r} for a {request.get_kind_display()}; one of {offered}")

@@ -10,14 +10,15 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
 from ..access import bad_request, console_action, console_page, remote_addr
+from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
 from ..rocketmq import RocketMQError
 from ..roles import APPROVE, REQUEST, perm
-from . import selectors
+from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
 from .models import State
 from .services import decide
-from .workflow import Actor, ChangeRefused, single_person_mode
+from .workflow import single_person_mode
 
 
 @console_page
@@ -40,9 +41,8 @@ def change_detail(request, pk: int):
 def _detail(request, change, *, status: int = 200):
     moved = None
     # an approver sees, before deciding, what the broker did since the preview was read
-    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and not request.htmx:
-        from ..resets.services import moved_since
-
+    moved_since = kinds.of(change).moved_since
+    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and not request.htmx and moved_since:
         try:
             moved = moved_since(change)
         except RocketMQError as exc:

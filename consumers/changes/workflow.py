@@ -12,38 +12,16 @@ enough preview, read-only clusters) are checked here, on the server, for pages a
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .. import audit
+from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..roles import APPROVE, REQUEST, perm
-from . import audit
+from . import kinds
 from .models import ChangeRequest, State
-
-
-class ChangeRefused(Exception):
-    """A request or a decision that is not allowed, with the HTTP status that says why."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who does something, and from where (for the audit log)."""
-
-    user: object
-    remote_addr: str = ""
-
-    @property
-    def username(self) -> str:
-        return self.user.get_username() if self.user is not None else "system"
-
-
-SYSTEM = Actor(None, "")
 
 
 def single_person_mode() -> bool:
@@ -91,12 +69,9 @@ def submit(
     undo_of: ChangeRequest | None = None,
 ) -> ChangeRequest:
     """Create a pending request (the requester's part)."""
-    if not actor.user.has_perm(perm(REQUEST)):
-        raise ChangeRefused("requesting a change needs the operator role", 403)
-    if cluster.read_only:
-        raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
-    if not reason.strip():
-        raise ChangeRefused("a reason is required")
+    require_role(actor, REQUEST, "requesting a change", "operator")
+    require_writable(cluster)
+    require_reason(reason)
     now = timezone.now()
     with transaction.atomic():
         request = ChangeRequest.objects.create(
@@ -199,7 +174,9 @@ def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest
 
 def expire_if_due(request: ChangeRequest) -> bool:
     if request.state == State.PENDING and request.expires_at <= timezone.now():
-        transition(request, {State.PENDING}, State.EXPIRED, actor=SYSTEM, action="expire")
+        expired = transition(request, {State.PENDING}, State.EXPIRED, actor=SYSTEM, action="expire")
+        if expired is not None:
+            kinds.of(expired).ended_unrun(expired)
         return True
     return False
 

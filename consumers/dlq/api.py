@@ -8,7 +8,7 @@ from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
 from ..apischema import JAVA_LONG_MAX, Choice, Int, List, Obj, Str
-from ..changes.workflow import Actor, ChangeRefused
+from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
 from ..roles import REQUEST, may_read_bodies, perm

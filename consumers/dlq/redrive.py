@@ -9,13 +9,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ..changes import audit, workflow
+from .. import audit
+from ..changes import workflow
 from ..changes.models import ChangeRequest
-from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import run_on_cluster
+from ..core import Actor, ChangeRefused, require_role, require_writable
 from ..models import Cluster
 from ..rocketmq import AdminClient
-from ..roles import REQUEST, perm
+from ..roles import REQUEST
 from .browse import Selection, dlq_queues, scan
 from .models import RedriveJob
 from .targets import TargetRefused, check_group_target, check_writable
@@ -43,10 +44,8 @@ def plan_redrive(
     reason: str = "",
 ) -> RedriveJob:
     """Check, count and create a job: queued, or waiting for an approver when it is large."""
-    if not actor.user.has_perm(perm(REQUEST)):
-        raise ChangeRefused("redriving needs the operator role", 403)
-    if cluster.read_only:
-        raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
+    require_role(actor, REQUEST, "redriving", "operator")
+    require_writable(cluster)
     if not 1 <= rate <= settings.REDRIVE_MAX_RATE:
         raise ChangeRefused(f"the rate must be between 1 and {settings.REDRIVE_MAX_RATE} messages per second")
     if target not in RedriveJob.Target.values:
@@ -128,14 +127,17 @@ def resume(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 
 def cancel(job: RedriveJob, *, actor: Actor) -> RedriveJob:
+    from .kind import job_ended
+
     states = {RedriveJob.State.QUEUED, RedriveJob.State.RUNNING, RedriveJob.State.PAUSED,
               RedriveJob.State.AWAITING_APPROVAL}  # fmt: skip
-    return _move(job, states, RedriveJob.State.CANCELLED, actor, "cancel", finished_at=timezone.now())
+    cancelled = _move(job, states, RedriveJob.State.CANCELLED, actor, "cancel", finished_at=timezone.now())
+    job_ended(cancelled)
+    return cancelled
 
 
 def _move(job: RedriveJob, expected: set, to: str, actor: Actor, action: str, **fields) -> RedriveJob:
-    if not actor.user.has_perm(perm(REQUEST)):
-        raise ChangeRefused("controlling a redrive needs the operator role", 403)
+    require_role(actor, REQUEST, "controlling a redrive", "operator")
     with transaction.atomic():
         if not RedriveJob.objects.filter(pk=job.pk, state__in=expected).update(state=to, **fields):
             now = RedriveJob.objects.get(pk=job.pk).state
@@ -154,19 +156,6 @@ def _enqueue(job: RedriveJob) -> None:
 def start(job: RedriveJob) -> None:
     """Hand a queued job to a worker."""
     _enqueue(job)
-
-
-def approved(change: ChangeRequest) -> RedriveJob:
-    """The approver said yes: the job joins the queue (called by the change workflow)."""
-    job = RedriveJob.objects.get(change_request=change)
-    RedriveJob.objects.filter(pk=job.pk, state=RedriveJob.State.AWAITING_APPROVAL).update(state=RedriveJob.State.QUEUED)
-    return job
-
-
-def refused(change: ChangeRequest) -> None:
-    RedriveJob.objects.filter(change_request=change, state=RedriveJob.State.AWAITING_APPROVAL).update(
-        state=RedriveJob.State.REJECTED, finished_at=timezone.now()
-    )
 
 
 def progress(job: RedriveJob) -> dict:

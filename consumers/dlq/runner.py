@@ -41,13 +41,14 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ..changes import audit
+from .. import audit
 from ..clusters.connect import ClusterSession, cluster_session
 from ..rocketmq import AdminClient, BrokerBusy, RocketMQError
 from ..rocketmq.codes import retry_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing
 from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
+from .kind import job_ended
 from .models import RedriveJob, RedrivenMessage
 from .targets import TargetRefused, check_group_target
 
@@ -342,13 +343,17 @@ def _finish(job: RedriveJob, token: str) -> RedriveJob:
     ):
         audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
                      details={"job": job.pk, "moved": job.moved, "failed": job.failed, "total": job.total})  # fmt: skip
-    return RedriveJob.objects.get(pk=job.pk)
+    ended = RedriveJob.objects.select_related("change_request").get(pk=job.pk)
+    job_ended(ended)
+    return ended
 
 
 def _fail(job: RedriveJob, token: str, error: str) -> None:
     job.refresh_from_db(fields=["failures"])
-    RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
+    if not RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
         state=RedriveJob.State.FAILED, failures=(job.failures + [{"error": error}])[-50:], finished_at=timezone.now()
-    )
+    ):
+        return  # taken over meanwhile: the new run ends it
     audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
                  details={"job": job.pk, "error": error})  # fmt: skip
+    job_ended(RedriveJob.objects.select_related("change_request").get(pk=job.pk))

@@ -14,10 +14,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
+from .. import audit
 from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr
-from ..changes import audit
-from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
+from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
 from ..models import Cluster
 from ..redis_client import get_redis

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.mail import EmailMessage
+from django.db import transaction
 from django.utils import timezone
 
-from ..changes import audit
+from .. import audit
 from ..models import Cluster
 from ..stats.models import GroupDay
 from .content import ReportSpec, build_content
@@ -140,6 +141,8 @@ def build_report(report_id: int) -> Report:
         report.state, report.error, report.stage = Report.State.FAILED, f"{type(exc).__name__}: {exc}", "failed"
     report.finished_at = timezone.now()
     report.save()
+    if report.trigger == "scheduled" and report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
+        _mail(report)
     return report
 
 
@@ -165,8 +168,12 @@ def expire_reports(now: dt.datetime | None = None) -> int:
 
 
 def weekly_reports(today: dt.date | None = None) -> list[Report]:
-    """Last week (the seven days before today, UTC) for every cluster, all formats; e-mailed
-    to REPORT_EMAIL_TO when set. A cluster without statistics for the week is logged, skipped."""
+    """Last week (the seven days before today, UTC) for every cluster, all formats, each queued
+    for its own build task (with its own time limit: the scheduler only enqueues); built, it is
+    e-mailed to REPORT_EMAIL_TO when set. A cluster without statistics for the week is logged,
+    skipped."""
+    from .tasks import build_report as build_task
+
     today = today or timezone.now().date()
     first, last = today - dt.timedelta(days=7), today - dt.timedelta(days=1)
     made = []
@@ -178,11 +185,9 @@ def weekly_reports(today: dt.date | None = None) -> list[Report]:
             log.warning("weekly report for %s not made: %s", cluster, exc)
             audit.record("report-scheduled", username="scheduler", cluster=cluster, details={"refused": str(exc)})
             continue
-        report = build_report(report.pk)
         audit.record("report-scheduled", username="scheduler", cluster=cluster,
-                     details={"report": report.pk, "state": report.state, "title": report.title})  # fmt: skip
-        if report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
-            _mail(report)
+                     details={"report": report.pk, "title": report.title})  # fmt: skip
+        transaction.on_commit(lambda pk=report.pk: build_task.delay(pk))
         made.append(report)
     return made
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 
-@shared_task(ignore_result=True, acks_late=True, soft_time_limit=900, time_limit=960)
+@shared_task(ignore_result=True, acks_late=True, soft_time_limit=settings.REPORT_BUILD_TIME_LIMIT,
+             time_limit=settings.REPORT_BUILD_TIME_LIMIT + 60)  # fmt: skip
 def build_report(report_id: int) -> str:
     from .services import build_report as build
 
@@ -14,6 +16,7 @@ def build_report(report_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def weekly_reports() -> int:
+    """Only enqueues: each report is built by its own build_report task."""
     from .services import weekly_reports as make
 
     return len(make())

@@ -9,8 +9,8 @@ from django.http import FileResponse, Http404, HttpResponse, StreamingHttpRespon
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
+from .. import audit
 from ..access import bad_request, console_action, console_page, remote_addr
-from ..changes import audit
 from ..csvstream import attachment
 from ..models import Cluster
 from ..redis_client import get_redis

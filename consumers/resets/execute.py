@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ..changes import audit
+from .. import audit
 from ..changes.models import ChangeRequest, State
 from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster

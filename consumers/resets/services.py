@@ -7,10 +7,10 @@ from django.conf import settings
 
 from ..changes import notify, workflow
 from ..changes.models import ChangeRequest, State
-from ..changes.workflow import Actor, ChangeRefused
 from ..clusters.connect import run_on_cluster
+from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..models import Cluster
-from ..roles import REQUEST, perm
+from ..roles import REQUEST
 from .preview import read_preview
 
 
@@ -21,12 +21,9 @@ def preview(cluster: Cluster, group: str, params: dict) -> dict:
 
 def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, reason: str, undo_of=None):
     # refused before the broker is read: no role, a read-only cluster, no reason
-    if not actor.user.has_perm(perm(REQUEST)):
-        raise ChangeRefused("requesting a reset needs the operator role", 403)
-    if cluster.read_only:
-        raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
-    if not (reason or "").strip():
-        raise ChangeRefused("a reason is required")
+    require_role(actor, REQUEST, "requesting a reset", "operator")
+    require_writable(cluster)
+    require_reason(reason)
     plan = preview(cluster, group, params)
     request = workflow.submit(
         actor=actor,

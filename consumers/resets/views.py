@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.shortcuts import redirect, render
 
 from ..access import cluster_or_404, console_action, console_page, remote_addr
-from ..changes.workflow import Actor, ChangeRefused
+from ..core import Actor, ChangeRefused
 from ..live import selectors
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError

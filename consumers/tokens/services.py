@@ -9,7 +9,7 @@ import secrets
 
 from django.utils import timezone
 
-from ..changes import audit
+from .. import audit
 from .models import ApiToken
 
 PREFIX = "rmqc_"

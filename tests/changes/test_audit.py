@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from consumers.changes import audit
+from consumers import audit
 from consumers.changes.models import AuditEvent
 
 

@@ -178,11 +178,19 @@ def test_every_role_makes_and_downloads_and_each_download_is_audited(days, clien
     assert client.get(f"/reports/{report.pk}/download.xlsx").status_code == 302  # to the login page
 
 
-def test_weekly_report_is_built_audited_and_mailed(days, settings):
+def test_weekly_report_is_queued_built_audited_and_mailed(days, settings, monkeypatch,
+                                                          django_capture_on_commit_callbacks):  # fmt: skip
+    """The scheduler only enqueues: each report is built (and mailed) by its own build task,
+    under REPORT_BUILD_TIME_LIMIT, not inside the scheduling task's global limit."""
     settings.REPORT_EMAIL_TO = ["leads@example.com"]
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     Cluster.objects.create(name="quiet", namesrv_addrs="127.0.0.1:9876")  # no statistics: skipped, audited
-    made = services.weekly_reports(today=TODAY)
+    built = []
+    monkeypatch.setattr("consumers.reports.tasks.build_report.delay", lambda pk: built.append(pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = services.weekly_reports(today=TODAY)
+    assert [r.state for r in queued] == ["queued"] and built == [queued[0].pk] and not mail.outbox
+    made = [services.build_report(pk) for pk in built]  # what the worker does
     assert [(r.clusters, r.first, r.last, r.state) for r in made] == [(["east"], TODAY - dt.timedelta(days=7),
                                                                         D3, "ready")]  # fmt: skip
     events = {e.cluster: e.details for e in AuditEvent.objects.filter(action="report-scheduled")}

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from consumers.changes import audit
+from consumers import audit
 from consumers.changes.models import AuditEvent, ChangeRequest, State
 from consumers.changes.workflow import Actor, approve
 from consumers.models import Cluster

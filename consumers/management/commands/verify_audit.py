@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from consumers.changes.audit import verify_chain
+from consumers.audit import verify_chain
 
 
 class Command(BaseCommand):

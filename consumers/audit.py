@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
-from .models import AuditEvent, AuditHead, ChangeRequest
+from .changes.models import AuditEvent, AuditHead, ChangeRequest
 
 GENESIS = "0" * 64
 

@@ -1,0 +1,61 @@
+"""The kinds of change the workflow can carry. The workflow owns requests, their states, the
+approval rules and the audit; it knows no kind by name. Each feature registers what its kind
+does at the points the workflow reaches (its `kind.py`, imported when the app is ready), and
+the workflow calls those hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..apischema import Obj
+from ..core import ChangeRefused
+from .models import ChangeRequest
+
+
+def _nothing(*args, **kwargs) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ChangeKind:
+    name: str
+    # run an approved request in a worker (execute_change's body); returns a word for the log
+    execute: Callable[[int], str]
+    # the request ended before it ran (rejected, cancelled, expired): release what it holds
+    ended_unrun: Callable[[ChangeRequest], None] = _nothing
+    # runs whose worker went silent: hand them to a new worker (called by housekeeping)
+    take_over: Callable[[], None] = _nothing
+    # what moved on the broker since the plan was read, for an approver about to decide
+    moved_since: Callable[[ChangeRequest], list] | None = None
+    # further decisions on a request of this kind: name -> fn(request, actor=, reason=)
+    actions: dict[str, Callable[..., ChangeRequest]] = field(default_factory=dict)
+    # POST /api/changes/ with this kind: the schema of its "params", and what makes the request
+    # (fn(actor=, cluster=, group=, params=, reason=)); None: made on its own pages only
+    api_params: Obj | None = None
+    api_create: Callable[..., ChangeRequest] | None = None
+
+
+_KINDS: dict[str, ChangeKind] = {}
+
+
+def register(kind: ChangeKind) -> ChangeKind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def of(request: ChangeRequest) -> ChangeKind:
+    try:
+        return _KINDS[request.kind]
+    except KeyError:
+        raise ChangeRefused(f"no kind {request.kind!r} is registered", 500) from None
+
+
+def every() -> list[ChangeKind]:
+    return list(_KINDS.values())
+
+
+def creatable() -> dict[str, ChangeKind]:
+    """The kinds a script may request through the API."""
+    return {name: kind for name, kind in _KINDS.items() if kind.api_create is not None}
