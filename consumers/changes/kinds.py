@@ -25,8 +25,6 @@ class ChangeKind:
     execute: Callable[[int], str]
     # the request ended before it ran (rejected, cancelled, expired): release what it holds
     ended_unrun: Callable[[ChangeRequest], None] = _nothing
-    # runs whose worker went silent: hand them to a new worker (called by housekeeping)
-    take_over: Callable[[], None] = _nothing
     # what moved on the broker since the plan was read, for an approver about to decide
     moved_since: Callable[[ChangeRequest], list] | None = None
     # further decisions on a request of this kind: name -> fn(request, actor=, reason=)
@@ -50,10 +48,6 @@ def of(request: ChangeRequest) -> ChangeKind:
         return _KINDS[request.kind]
     except KeyError:
         raise ChangeRefused(f"no kind {request.kind!r} is registered", 500) from None
-
-
-def every() -> list[ChangeKind]:
-    return list(_KINDS.values())
 
 
 def creatable() -> dict[str, ChangeKind]:

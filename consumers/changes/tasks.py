@@ -11,6 +11,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from .. import claims
 from . import kinds, workflow
 from .models import ChangeRequest
 
@@ -34,7 +35,7 @@ def execute_change(request_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def housekeeping() -> None:
-    """Expire old pending requests, and hand runs whose worker died to a new worker."""
+    """Expire old pending requests, and queue again every job whose worker went silent (resets,
+    redrives, statistics runs, report builds: consumers/claims.py), whose claim takes it over."""
     workflow.expire_due()
-    for kind in kinds.every():
-        kind.take_over()
+    claims.requeue_silent()

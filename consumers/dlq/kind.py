@@ -8,12 +8,10 @@ request to the state that says the same, so a request never stays running after 
 
 from __future__ import annotations
 
-import datetime as dt
-
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .. import claims
 from ..changes import kinds, workflow
 from ..changes.models import ChangeRequest, State
 from ..core import SYSTEM
@@ -73,17 +71,12 @@ def _ended_unrun(request: ChangeRequest) -> None:
     )
 
 
-def _take_over() -> None:
-    """Running jobs whose worker went silent, approved or not: the next run takes over on the
-    job's checkpoints (runner.py), and the job's page says so."""
+def _requeue(job_id: int) -> None:
     from .tasks import run_redrive
 
-    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
-    stale = RedriveJob.objects.filter(state=RedriveJob.State.RUNNING, heartbeat_at__lt=stale_before)
-    for job_id in stale.values_list("pk", flat=True):
-        run_redrive.delay(job_id)
+    run_redrive.delay(job_id)
 
 
-REDRIVE = kinds.register(
-    kinds.ChangeKind(name=ChangeRequest.Kind.REDRIVE, execute=_execute, ended_unrun=_ended_unrun, take_over=_take_over)
-)
+REDRIVE = kinds.register(kinds.ChangeKind(name=ChangeRequest.Kind.REDRIVE, execute=_execute, ended_unrun=_ended_unrun))
+# a running job whose worker went silent, approved or not, is taken over by the next run_redrive
+claims.register(RedriveJob, running=RedriveJob.State.RUNNING, requeue=_requeue)

@@ -33,7 +33,6 @@ import concurrent.futures
 import datetime as dt
 import hashlib
 import time
-import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -41,7 +40,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .. import audit
+from .. import audit, claims
 from ..clusters.connect import ClusterSession, cluster_session
 from ..rocketmq import AdminClient, BrokerBusy, RocketMQError
 from ..rocketmq.codes import retry_topic
@@ -71,18 +70,13 @@ def copy_key(job_id: int, source: str, offset: int) -> str:
 
 def run_job(job_id: int) -> RedriveJob | None:
     """Run (or take over) a job until it is done, paused or cancelled; None when another has it."""
-    token = uuid.uuid4().hex
-    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
-    claimed = RedriveJob.objects.filter(pk=job_id, state=RedriveJob.State.QUEUED).update(
-        state=RedriveJob.State.RUNNING, run_token=token, heartbeat_at=timezone.now(), started_at=timezone.now()
-    ) or RedriveJob.objects.filter(pk=job_id, state=RedriveJob.State.RUNNING, heartbeat_at__lt=stale_before).update(
-        run_token=token, heartbeat_at=timezone.now()
-    )
-    if not claimed:
+    claimed = claims.claim(RedriveJob, job_id, ready={RedriveJob.State.QUEUED}, running=RedriveJob.State.RUNNING)
+    if claimed is None:
         return None
+    token = claimed.token
     job = RedriveJob.objects.select_related("cluster").get(pk=job_id)
     audit.record("redrive-run", username="system", cluster=job.cluster.name, group=job.group,
-                 details={"job": job.pk, "checkpoints": job.checkpoints})  # fmt: skip
+                 details={"job": job.pk, "checkpoints": job.checkpoints, "taken_over": claimed.taken_over})  # fmt: skip
     pacer = Pacer(job.rate)
     try:
         # one client for the whole run: connections and routes are not rebuilt per window

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
-from .. import audit
+from .. import audit, claims
 from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
@@ -187,6 +187,7 @@ def job_page(request, pk: int):
     if found is None:
         raise Http404(f"No redrive job #{pk}")
     context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
+               "silent_since": claims.silent_since(found),
                "selection": Selection.from_wire(found.selection).describe(),
                "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)

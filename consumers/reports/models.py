@@ -40,7 +40,10 @@ class Report(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     progress = models.PositiveSmallIntegerField(default=0)  # percent
     stage = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    run_token = models.CharField(max_length=64, blank=True)  # see consumers/claims.py
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField()
     files = models.JSONField(default=dict)  # format -> file name under REPORT_DIR/<id>/
     groups = models.PositiveIntegerField(null=True, blank=True)

@@ -18,7 +18,7 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit
+from .. import audit, claims
 from ..models import Cluster
 from ..stats.models import GroupDay
 from .content import ReportSpec, build_content
@@ -108,15 +108,24 @@ def file_name(report: Report, fmt: str) -> str:
 
 
 def build_report(report_id: int) -> Report:
-    claimed = Report.objects.filter(pk=report_id, state=Report.State.QUEUED).update(state=Report.State.RUNNING)
+    """Build a queued report (or take over one whose worker died: a build starts again)."""
+    claimed = claims.claim(Report, report_id, ready={Report.State.QUEUED}, running=Report.State.RUNNING)
     report = Report.objects.get(pk=report_id)
-    if not claimed:
+    if claimed is None:
         return report
+    with claims.beating(Report, report.pk, claimed.token):
+        report = _build(report, claimed.token)
+    if report.trigger == "scheduled" and report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
+        _mail(report)
+    return report
+
+
+def _build(report: Report, token: str) -> Report:
     directory = report_dir(report)
     directory.mkdir(parents=True, exist_ok=True)
 
     def progress(percent: int, stage: str) -> None:
-        Report.objects.filter(pk=report.pk).update(progress=percent, stage=stage)
+        claims.beat(Report, report.pk, token, progress=percent, stage=stage)
 
     try:
         content = build_content(spec_of(report), progress)
@@ -140,10 +149,11 @@ def build_report(report_id: int) -> Report:
         log.exception("report %s failed", report.pk)
         report.state, report.error, report.stage = Report.State.FAILED, f"{type(exc).__name__}: {exc}", "failed"
     report.finished_at = timezone.now()
-    report.save()
-    if report.trigger == "scheduled" and report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
-        _mail(report)
-    return report
+    ended = {f: getattr(report, f) for f in ("files", "groups", "rows", "coverage", "state", "progress", "stage",
+                                             "error", "finished_at")}  # fmt: skip
+    # only while the build is still ours: one taken over by another worker is that one's to end
+    Report.objects.filter(pk=report.pk, run_token=token).update(**ended)
+    return Report.objects.get(pk=report.pk)
 
 
 def download_path(report: Report, fmt: str, *, username: str, remote_addr: str = "") -> Path:

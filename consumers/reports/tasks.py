@@ -5,6 +5,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from .. import claims
+from .models import Report
+
 
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=settings.REPORT_BUILD_TIME_LIMIT,
              time_limit=settings.REPORT_BUILD_TIME_LIMIT + 60)  # fmt: skip
@@ -27,3 +30,7 @@ def expire_reports() -> int:
     from .services import expire_reports as expire
 
     return expire()
+
+
+# a run whose worker went silent is taken over by the next build_report (consumers/claims.py)
+claims.register(Report, running=Report.State.RUNNING, requeue=lambda pk: build_report.delay(pk))

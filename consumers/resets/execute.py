@@ -22,7 +22,6 @@ there can only be reset to a time, through the client-notify path.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 import uuid
 
@@ -30,7 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit
+from .. import audit, claims
 from ..changes.models import ChangeRequest, State
 from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster
@@ -56,20 +55,16 @@ def execute_reset(request_id: int) -> ChangeRequest | None:
         started_at=timezone.now(),
         heartbeat_at=timezone.now(),
     )
-    if claimed is None:
-        claimed = _take_over(request, token)
-    if claimed is None:
-        return None
-    return _run(claimed, token)
+    if claimed is not None:
+        return _run(claimed, token)
+    taken = _take_over(request)
+    return _run(*taken) if taken else None
 
 
-def _take_over(request: ChangeRequest, token: str) -> ChangeRequest | None:
-    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
+def _take_over(request: ChangeRequest) -> tuple[ChangeRequest, str] | None:
     with transaction.atomic():
-        taken = ChangeRequest.objects.filter(
-            pk=request.pk, state=State.RUNNING, run_token=request.run_token, heartbeat_at__lt=stale_before
-        ).update(run_token=token, heartbeat_at=timezone.now())
-        if not taken:
+        token = claims.take_over(ChangeRequest, request.pk, running=State.RUNNING, from_token=request.run_token)
+        if token is None:
             return None
         fresh = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
         audit.record(
@@ -80,7 +75,7 @@ def _take_over(request: ChangeRequest, token: str) -> ChangeRequest | None:
             change_request=fresh,
             details={"applied_before": len(fresh.result.get("applied", {}))},
         )
-    return fresh
+    return fresh, token
 
 
 def _run(request: ChangeRequest, token: str) -> ChangeRequest:

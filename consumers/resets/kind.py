@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
-from django.conf import settings
-from django.utils import timezone
-
+from .. import claims
 from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
 from ..changes import kinds, notify
 from ..changes.models import ChangeRequest, State
@@ -38,18 +34,6 @@ def _execute(request_id: int) -> str:
     return ended.state
 
 
-def _take_over() -> None:
-    """Resets whose worker stopped reporting: the next run takes over on the old token."""
-    from ..changes.tasks import execute_change
-
-    stale_before = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS)
-    stale = ChangeRequest.objects.filter(
-        kind=ChangeRequest.Kind.RESET, state=State.RUNNING, heartbeat_at__lt=stale_before
-    ).values_list("pk", flat=True)
-    for request_id in stale:
-        execute_change.delay(request_id)
-
-
 def _refresh(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:
     try:
         return services.refresh_preview(request, actor=actor)
@@ -75,10 +59,20 @@ RESET = kinds.register(
     kinds.ChangeKind(
         name=ChangeRequest.Kind.RESET,
         execute=_execute,
-        take_over=_take_over,
         moved_since=services.moved_since,
         actions={"refresh": _refresh, "undo": _undo},
         api_params=API_PARAMS,
         api_create=_api_create,
     )
 )
+
+
+def _requeue(request_id: int) -> None:
+    from ..changes.tasks import execute_change
+
+    execute_change.delay(request_id)
+
+
+# a reset whose worker went silent is taken over by the next execute_change (only resets beat:
+# an approved redrive's request is carried by its job's heartbeat)
+claims.register(ChangeRequest, running=State.RUNNING, requeue=_requeue, only={"kind": ChangeRequest.Kind.RESET})

@@ -32,6 +32,8 @@ class StatsRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    run_token = models.CharField(max_length=64, blank=True)  # see consumers/claims.py
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     input_rows = models.BigIntegerField(null=True, blank=True)
     output_rows = models.BigIntegerField(null=True, blank=True)
     error_tail = models.TextField(blank=True)

@@ -2,8 +2,8 @@
 log, load its small per-day rows into the database, record how it went.
 
 `request_run` validates and claims (cluster, day) pairs in one transaction: RunDay's unique
-constraint refuses a run that overlaps one still claimed. `execute_run` moves a run from queued
-to running with a conditional UPDATE, so a task delivered twice runs it once; the claim is
+constraint refuses a run that overlaps one still claimed. `execute_run` claims the run (consumers/claims.py),
+so a task delivered twice runs it once and a run whose worker died is taken over; the claim is
 released when the run ends, whatever the outcome. A run still "running" (its worker died) or
 still "queued" (no worker took it) past STATS_RUN_TIME_LIMIT is failed and released by
 `release_abandoned`.
@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import claims
 from ..changes.models import ChangeRequest, State
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
@@ -141,12 +142,16 @@ def spark_command(params_path: Path, summary_path: Path) -> list[str]:
 
 
 def execute_run(run_id: int) -> StatsRun:
-    claimed = StatsRun.objects.filter(pk=run_id, state=StatsRun.State.QUEUED).update(
-        state=StatsRun.State.RUNNING, started_at=timezone.now()
-    )
+    claimed = claims.claim(StatsRun, run_id, ready={StatsRun.State.QUEUED}, running=StatsRun.State.RUNNING)
     run = StatsRun.objects.get(pk=run_id)
-    if not claimed:
-        return run  # a second delivery of the same task: the first one has it
+    if claimed is None:
+        return run  # a second delivery of the same task, or a live worker has it
+    # the job is idempotent (a computed day is a day replaced): a taken-over run starts again
+    with claims.beating(StatsRun, run.pk, claimed.token):
+        return _execute(run, claimed.token)
+
+
+def _execute(run: StatsRun, token: str) -> StatsRun:
     directory = Path(settings.STATS_RUN_DIR) / str(run.pk)
     directory.mkdir(parents=True, exist_ok=True)
     params_path, summary_path, log_path = directory / "params.json", directory / "summary.json", directory / "log.txt"
@@ -168,16 +173,19 @@ def execute_run(run_id: int) -> StatsRun:
                 check=False,
             )
         if finished.returncode != 0:
-            return _finish(run, failed=f"spark-submit exited with {finished.returncode}\n{_tail(log_path)}")
+            return _finish(
+                run, failed=f"spark-submit exited with {finished.returncode}\n{_tail(log_path)}", token=token
+            )
         summary = json.loads(summary_path.read_text())
         load_summary(run, summary)
         run.input_rows = sum(summary["input_rows"].values())
         run.output_rows = sum(summary["output_rows"].values())
-        return _finish(run)
+        return _finish(run, token=token)
     except subprocess.TimeoutExpired:
-        return _finish(run, failed=f"stopped after {settings.STATS_RUN_TIME_LIMIT} s\n{_tail(log_path)}")
+        failed = f"stopped after {settings.STATS_RUN_TIME_LIMIT} s\n{_tail(log_path)}"
+        return _finish(run, failed=failed, token=token)
     except Exception as exc:  # recorded on the run, which must never stay "running"
-        return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}")
+        return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}", token=token)
 
 
 def load_summary(run: StatsRun, summary: dict) -> None:
@@ -240,14 +248,18 @@ def log_text(run: StatsRun, *, limit: int = 200_000) -> str:
     return data[-limit:].decode("utf-8", "replace")
 
 
-def _finish(run: StatsRun, *, failed: str | None = None) -> StatsRun:
-    run.state = StatsRun.State.FAILED if failed else StatsRun.State.SUCCEEDED
-    run.error_tail = failed or ""
-    run.finished_at = timezone.now()
+def _finish(run: StatsRun, *, failed: str | None = None, token: str | None = None) -> StatsRun:
+    """End the run (and free its days); with a token, only if the run is still that token's:
+    a run taken over by another worker is that worker's to end."""
+    state = StatsRun.State.FAILED if failed else StatsRun.State.SUCCEEDED
+    fields = {"state": state, "error_tail": failed or "", "finished_at": timezone.now(),
+              "input_rows": run.input_rows, "output_rows": run.output_rows, "log_path": run.log_path}  # fmt: skip
+    rows = StatsRun.objects.filter(pk=run.pk)
     with transaction.atomic():
-        run.save()
+        if not (rows.filter(run_token=token) if token is not None else rows).update(**fields):
+            return StatsRun.objects.get(pk=run.pk)
         RunDay.objects.filter(run=run).delete()
-    return run
+    return StatsRun.objects.get(pk=run.pk)
 
 
 def _tail(path: Path) -> str:

@@ -9,6 +9,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from .. import claims
+from .models import StatsRun
+
 log = logging.getLogger(__name__)
 
 
@@ -37,3 +40,7 @@ def nightly_statistics() -> str:
         return f"refused: {exc}"
     run_statistics.delay(run.pk)
     return f"queued run #{run.pk}"
+
+
+# a run whose worker went silent is taken over by the next run_statistics (consumers/claims.py)
+claims.register(StatsRun, running=StatsRun.State.RUNNING, requeue=lambda pk: run_statistics.delay(pk))

@@ -241,15 +241,24 @@ def target_messages(namesrv, topic: str) -> list:
     return run(read())
 
 
-def test_a_rate_limited_job_keeps_its_rate(personas, cluster, mqadmin, namesrv, names, create_topic):
+def test_a_rate_limited_job_keeps_its_rate(
+    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, django_capture_on_commit_callbacks
+):
     group, target = names.group("rate"), create_topic(names.topic("rate-target"))
     fill_dlq(mqadmin, namesrv, group, 2000)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=200, reason="load test leftovers")  # fmt: skip
     approve(job.change_request, actor=Actor(personas["approver"]))  # 2,000 > 1,000: it needed an approver
     from consumers.changes.tasks import execute_change
+    from consumers.dlq.tasks import run_redrive
 
-    assert execute_change.run(job.change_request.pk) == "done"
+    queued = []
+    monkeypatch.setattr(run_redrive, "delay", queued.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        # the approval's task only queues the job's own task (REDRIVE_TIME_LIMIT, not the change's)
+        assert execute_change.run(job.change_request.pk) == f"redrive #{job.pk} queued"
+    assert queued == [job.pk] and ChangeRequest.objects.get(pk=job.change_request.pk).state == "running"
+    assert run_redrive.run(job.pk) == "done"  # what the worker does with it
     stored = sorted(m.store_timestamp for m in target_messages(namesrv, target))
     assert len(stored) == 2000
     rate = (len(stored) - 1) / ((stored[-1] - stored[0]) / 1000)
