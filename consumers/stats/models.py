@@ -47,6 +47,13 @@ class StatsRun(models.Model):
         return f"statistics run #{self.pk} ({days})"
 
     @property
+    def silent_since(self):
+        """When its worker last reported, if it went silent (consumers/claims.py)."""
+        from ..claims import silent_since
+
+        return silent_since(self) if self.state == self.State.RUNNING else None
+
+    @property
     def seconds(self) -> float | None:
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()

@@ -138,3 +138,13 @@ def test_abandoned_runs_release_their_days(stats, settings):
     assert "no worker took it" in StatsRun.objects.get(pk=stuck.pk).error_tail
     assert "the worker running it stopped" in StatsRun.objects.get(pk=died.pk).error_tail
     assert list(RunDay.objects.values_list("run_id", flat=True)) == [fresh.pk]  # D1 and D2 may run again
+
+
+def test_a_run_whose_worker_went_silent_says_so(viewer_client, stats, settings):
+    beat = timezone.now() - dt.timedelta(seconds=settings.CHANGE_RUN_STALE_SECONDS + 30)
+    StatsRun.objects.create(first=D1, last=D1, clusters=["east"], trigger="nightly", state="running",
+                            master="local[*]", started_at=beat, heartbeat_at=beat)  # fmt: skip
+    html = viewer_client.get("/stats/jobs/").content.decode()
+    assert f"worker silent since {beat:%H:%M:%S}" in html
+    StatsRun.objects.update(heartbeat_at=timezone.now())
+    assert "worker silent" not in viewer_client.get("/stats/jobs/").content.decode()
