@@ -99,23 +99,30 @@ def run_job(job_id: int) -> RedriveJob | None:
 
 
 class Pacer:
-    """Sends at `rate` per second on average from the job's start, not faster: in batches of
-    a twentieth of a second's worth (the whole window when unthrottled)."""
+    """The job's rate as a ceiling at every moment: each batch (a twentieth of a second's worth;
+    the whole window when unthrottled) is given its own start time, one batch's time after the
+    previous one. Time nobody used (a pause, a take-over's look-ups, a slow broker) is not saved
+    up beyond one batch: after it the sends resume at the rate, never in a catch-up burst.
 
-    def __init__(self, rate: int):
-        self.rate, self.count, self.started = rate, 0, time.monotonic()
+    The next start is reserved before waiting, so windows sending concurrently on the session's
+    loop share the one rate."""
+
+    def __init__(self, rate: int, *, clock=time.monotonic, sleep=asyncio.sleep):
+        self.rate, self.clock, self.sleep = rate, clock, sleep
         self.unthrottled = rate >= settings.REDRIVE_MAX_RATE  # the highest rate: as fast as the broker takes them
         self.batch = WINDOW if self.unthrottled else max(1, rate // 20)
+        self.burst = self.batch / rate  # the most unused time carried forward, in seconds
+        self.next = clock()
 
     async def take(self, count: int) -> None:
         """Wait until `count` more messages may go."""
         if self.unthrottled:
             return
-        due = self.started + self.count / self.rate
-        self.count += count
-        delay = due - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        now = self.clock()
+        start = max(self.next, now - self.burst)
+        self.next = start + count / self.rate
+        if start > now:
+            await self.sleep(start - now)
 
 
 @dataclass
