@@ -4,9 +4,16 @@ no-store on whatever a signed-in user is shown."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
+from django.shortcuts import render
+
+from . import redis_client
+from .access import json_error
+
+log = logging.getLogger(__name__)
 
 
 class ServerTimingMiddleware:
@@ -76,3 +83,29 @@ def _private(request) -> bool:
         return True  # credentials come with each call here (token, Basic): every answer, errors too
     user = getattr(request, "user", None)  # absent when a middleware before auth answered
     return user is not None and user.is_authenticated
+
+
+class RedisUnavailableMiddleware:
+    """503, never a 500, while Redis does not answer.
+
+    The latest state of every cluster is in Redis (consumers/live/snapshots.py), and so is
+    Celery's queue. A Redis connection error or timeout raised while handling a request (or
+    one that a Celery error was raised from) answers 503: JSON in the API's error shape under
+    /api/, elsewhere the console's own page with a banner saying since when and why. Pages
+    that do not read Redis (login, tokens, changes, audit) never get here and keep working."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        cause = redis_client.unavailable_cause(exception)
+        if cause is None:
+            return None
+        outage = redis_client.note_unavailable(cause)
+        log.warning("%s: %s %s answered 503", outage.message, request.method, request.path)
+        if request.path.startswith("/api/"):
+            return json_error(503, outage.message, unavailable_since=outage.since.isoformat())
+        return render(request, "consumers/unavailable.html", {"redis_outage": outage}, status=503)

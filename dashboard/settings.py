@@ -118,6 +118,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Redis down: 503 with the console's page or JSON under /api/, instead of a 500
+    "consumers.middleware.RedisUnavailableMiddleware",
     # last: turns a login refused by django-axes into the lockout answer (AXES_LOCKOUT_CALLABLE)
     "axes.middleware.AxesMiddleware",
 ]

@@ -6,3 +6,39 @@ import re
 def test_every_response_says_how_long_the_server_took(client, db):
     response = client.get("/login/")
     assert re.fullmatch(r"app;dur=\d+\.\d\d", response["Server-Timing"])
+
+
+def _raised_from(cause: Exception, outer: Exception) -> Exception:
+    try:
+        try:
+            raise cause
+        except Exception as exc:
+            raise outer from exc
+    except Exception as raised:
+        return raised
+
+
+def test_a_task_that_cannot_be_queued_because_redis_is_down_answers_503_not_500(rf, db, settings):
+    """Celery raises its own OperationalError when Redis refuses, raised from Redis's error."""
+    import redis
+    from django.contrib.auth.models import AnonymousUser
+    from kombu.exceptions import OperationalError
+
+    from consumers import redis_client
+    from consumers.middleware import RedisUnavailableMiddleware
+
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    middleware = RedisUnavailableMiddleware(lambda request: None)
+    refused = redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    queued = _raised_from(refused, OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused."))
+    try:
+        api = middleware.process_exception(rf.post("/api/changes/1/approve/"), queued)
+        assert api.status_code == 503 and api["Content-Type"] == "application/json"
+        assert "Redis at 127.0.0.1:6379 does not answer (Error 111" in api.content.decode()
+        request = rf.get("/stats/jobs/run/")
+        request.user = AnonymousUser()
+        page = middleware.process_exception(request, queued)
+        assert page.status_code == 503 and b'id="redis-outage"' in page.content
+        assert middleware.process_exception(request, _raised_from(ValueError("x"), RuntimeError("y"))) is None
+    finally:
+        redis_client.note_answered()

@@ -105,8 +105,9 @@ SUMMARY_FIELDS = tuple(
 
 @dataclass
 class BrokerState:
-    """A broker as the last poll saw it. `state`: ok, failing (listed but not answering) or
-    missing (known before, no longer listed by the name server)."""
+    """A broker as the last poll saw it. `state`: ok, failing (listed but not answering),
+    missing (known before, no longer listed by the name server) or unknown (the poll failed as
+    a whole, so nothing is known of it now: `error` says why, since `unknown_since`)."""
 
     name: str
     address: str | None
@@ -119,6 +120,7 @@ class BrokerState:
     error: str | None = None
     last_seen_at: float | None = None
     missing_since: float | None = None
+    unknown_since: float | None = None
 
 
 @dataclass

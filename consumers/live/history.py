@@ -12,8 +12,9 @@ one Parquet file per date, sorted by group then time so a reader of one group sk
 the parts of a date, `prune` drops dates past the retention. Readers see flushed and staged
 rows, and drop the duplicates a concurrent compaction can briefly show.
 
-The schemas below, and `history_tables` that fills them from a poll's documents, are a
-contract with the statistics job (consumers/stats/): add columns at the end, never
+The schemas are defined once, in history_schema.py, which the statistics job
+(consumers/stats/job.py) reads the history with too. They, and `history_tables` that fills
+them from a poll's documents, are a contract with that job: add columns at the end, never
 change or remove one, and bump SCHEMA_VERSION when adding.
 """
 
@@ -35,47 +36,15 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from .documents import GroupDocument
+from .history_schema import SCHEMA_VERSION, arrow_schema
 
-SCHEMA_VERSION = "1"
+__all__ = ["GROUP_STATS", "QUEUE_OFFSETS", "SCHEMA_VERSION", "SCHEMAS", "TIMESTAMP", "HistoryStore", "history_tables"]
+
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
 
-# One row per queue per poll.
-QUEUE_OFFSETS = pa.schema(
-    [
-        ("ts", TIMESTAMP),  # when the poll read this queue
-        ("group", pa.string()),
-        ("topic", pa.string()),  # %RETRY%<group> rows have retry = true
-        ("broker", pa.string()),
-        ("queue_id", pa.int32()),
-        ("retry", pa.bool_()),
-        ("broker_offset", pa.int64()),  # max offset: the next offset to be written
-        ("consumer_offset", pa.int64()),  # committed offset
-        ("min_offset", pa.int64()),  # null when unknown
-        ("lag", pa.int64()),  # broker_offset - consumer_offset
-        ("lag_seconds", pa.float64()),  # poll time - store time of the first unconsumed message; null unknown
-        ("last_consume_ms", TIMESTAMP),  # store time of the last consumed message; null: never
-        ("client_id", pa.string()),  # holder of the queue; null: none or unknown
-    ],
-    metadata={"schema_version": SCHEMA_VERSION},
-)
-
-# One row per group per poll.
-GROUP_STATS = pa.schema(
-    [
-        ("ts", TIMESTAMP),
-        ("group", pa.string()),
-        ("online", pa.bool_()),  # null: unknown
-        ("clients", pa.int32()),
-        ("lag", pa.int64()),  # subscribed topics, retry excluded; null: unknown
-        ("retry_lag", pa.int64()),
-        ("lag_seconds_max", pa.float64()),
-        ("consume_tps", pa.float64()),
-        ("dlq_count", pa.int64()),
-        ("health", pa.string()),
-        ("complete", pa.bool_()),  # false: part of the group could not be read in this poll
-    ],
-    metadata={"schema_version": SCHEMA_VERSION},
-)
+# The columns, with what each holds, are in history_schema.py, shared with the statistics job.
+QUEUE_OFFSETS = arrow_schema("queue_offsets")  # one row per queue per poll
+GROUP_STATS = arrow_schema("group_stats")  # one row per group per poll
 
 SCHEMAS = {"queue_offsets": QUEUE_OFFSETS, "group_stats": GROUP_STATS}
 

@@ -17,7 +17,7 @@ from ..models import Cluster
 from ..rocketmq import ClusterSnapshot
 from . import documents, snapshots
 from .brokers import BrokerReport
-from .documents import ClusterMeta, GroupDocument
+from .documents import BrokerState, ClusterMeta, GroupDocument
 from .health import Thresholds, evaluate
 from .history import HistoryStore, history_tables
 
@@ -91,13 +91,25 @@ def publish_poll(
 
 
 def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: float, redis) -> PollResult:
-    """Nothing was readable: keep the last known documents, and say when and why in the meta."""
+    """Nothing was readable: keep the last known documents, and say when and why in the meta.
+    The brokers were not read either: each is unknown, since the first failed poll, never
+    shown in the state the last good poll saw."""
     duration = time.monotonic() - started
     log.warning("poll of cluster %s failed: %s", cluster.name, error)
     meta = snapshots.read_meta(redis, cluster.pk) or ClusterMeta(cluster.pk, cluster.name, polled_at, 0.0, "failed")
     meta.polled_at, meta.duration, meta.status, meta.error = polled_at, round(duration, 3), "failed", error
+    meta.brokers = [_unknown(b, error, polled_at) for b in meta.brokers]
     snapshots.write_meta(redis, cluster.pk, meta)
     return PollResult(cluster.pk, "failed", duration=duration, error=error)
+
+
+def _unknown(broker: BrokerState, error: str, polled_at: float) -> BrokerState:
+    """What a failed poll knows of a broker: its name and address, when it was last seen, and
+    no current state or rates."""
+    since = broker.unknown_since if broker.state == "unknown" and broker.unknown_since else polled_at
+    return dataclasses.replace(
+        broker, state="unknown", error=f"the poll failed: {error}", put_tps=None, get_tps=None, unknown_since=since
+    )
 
 
 def _unlisted(

@@ -32,18 +32,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from consumers.live import history_schema
 from consumers.stats import transforms
 from consumers.stats.session import spark_session
 
-# The history's schema v1 (consumers/live/history.py) plus its partition columns.
-HISTORY_DDL = {
-    "queue_offsets": "ts timestamp, `group` string, topic string, broker string, queue_id int, retry boolean, "
-    "broker_offset bigint, consumer_offset bigint, min_offset bigint, lag bigint, lag_seconds double, "
-    "last_consume_ms timestamp, client_id string, cluster string, date string",
-    "group_stats": "ts timestamp, `group` string, online boolean, clients int, lag bigint, retry_lag bigint, "
-    "lag_seconds_max double, consume_tps double, dlq_count bigint, health string, complete boolean, "
-    "cluster string, date string",
-}
+# The history's schema as the poller writes it (one definition: history_schema.py), plus its
+# partition columns.
+HISTORY_DDL = {table: history_schema.spark_ddl(table) for table in history_schema.COLUMNS}
 SORT_KEYS = ("hour", "group", "topic", "state", "metric", "rank")
 SUMMARY_TABLES = ("group_daily", "cluster_daily")
 

@@ -186,8 +186,12 @@ def test_a_dead_name_server_makes_everything_stale_with_the_reason_then_recovers
         assert result.status == "failed" and "no name server answered" in result.error
         meta = snapshots.read_meta(redis, cluster.pk)
         assert meta.status == "failed" and meta.last_success_at < meta.polled_at
+        # not read either: unknown, with why and since when, never "ok" copied from the last good poll
+        assert {b.name: b.state for b in meta.brokers} == {"broker-a": "unknown", "broker-b": "unknown"}
+        assert all(b.error == f"the poll failed: {result.error}" and b.unknown_since for b in meta.brokers)
         html = viewer_client.get("/clusters/").content.decode()
         assert "Last poll failed: ConnectError: no name server answered" in html
+        assert html.count('data-state="unknown"') == 2 and 'data-state="ok"' not in html
         time.sleep(5.5)
         api = viewer_client.get(f"/api/groups/small/{GROUP}/").json()
         assert api["stale"] and "the last poll failed: ConnectError" in api["stale_reason"] and api["age_seconds"] > 5

@@ -1,0 +1,82 @@
+"""The history's Parquet schema: the one definition of the contract between the poller that
+writes the history (consumers/live/history.py, as pyarrow schemas) and the statistics job that
+reads it (consumers/stats/job.py, as Spark DDL).
+
+Plain Python, no Django and no pyarrow at import: the job imports it in the spark-submit
+driver, which puts the repository root on sys.path (job.py does when run as a file, and
+stats/session.py's environment sets PYTHONPATH), so nothing needs shipping with --py-files.
+
+Add columns at the end, never change or remove one, and bump SCHEMA_VERSION when adding.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = "1"
+
+# Column types: "timestamp" is milliseconds, UTC.
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    # One row per queue per poll.
+    "queue_offsets": (
+        ("ts", "timestamp"),  # when the poll read this queue
+        ("group", "string"),
+        ("topic", "string"),  # %RETRY%<group> rows have retry = true
+        ("broker", "string"),
+        ("queue_id", "int32"),
+        ("retry", "bool"),
+        ("broker_offset", "int64"),  # max offset: the next offset to be written
+        ("consumer_offset", "int64"),  # committed offset
+        ("min_offset", "int64"),  # null when unknown
+        ("lag", "int64"),  # broker_offset - consumer_offset
+        ("lag_seconds", "float64"),  # poll time - store time of the first unconsumed message; null unknown
+        ("last_consume_ms", "timestamp"),  # store time of the last consumed message; null: never
+        ("client_id", "string"),  # holder of the queue; null: none or unknown
+    ),
+    # One row per group per poll.
+    "group_stats": (
+        ("ts", "timestamp"),
+        ("group", "string"),
+        ("online", "bool"),  # null: unknown
+        ("clients", "int32"),
+        ("lag", "int64"),  # subscribed topics, retry excluded; null: unknown
+        ("retry_lag", "int64"),
+        ("lag_seconds_max", "float64"),
+        ("consume_tps", "float64"),
+        ("dlq_count", "int64"),
+        ("health", "string"),
+        ("complete", "bool"),  # false: part of the group could not be read in this poll
+    ),
+}
+
+# Hive-style partition directories: <table>/cluster=<name>/date=<YYYY-MM-DD>/part-*.parquet
+PARTITIONS = (("cluster", "string"), ("date", "string"))
+
+SPARK_TYPES = {
+    "timestamp": "timestamp",
+    "string": "string",
+    "int32": "int",
+    "int64": "bigint",
+    "float64": "double",
+    "bool": "boolean",
+}
+
+
+def arrow_schema(table: str):
+    """The pyarrow schema the poller writes `table` with (partition columns are directories)."""
+    import pyarrow as pa
+
+    types = {
+        "timestamp": pa.timestamp("ms", tz="UTC"),
+        "string": pa.string(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+    }
+    return pa.schema(
+        [(name, types[kind]) for name, kind in COLUMNS[table]], metadata={"schema_version": SCHEMA_VERSION}
+    )
+
+
+def spark_ddl(table: str) -> str:
+    """The Spark DDL the job reads `table` with: its columns, then the partition columns."""
+    return ", ".join(f"`{name}` {SPARK_TYPES[kind]}" for name, kind in (*COLUMNS[table], *PARTITIONS))
