@@ -96,8 +96,10 @@ class Demo:
         environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "dashboard"]
+        # the prefork pool, production's default (`celery -A dashboard worker`): tasks run in forked
+        # processes, and the task time limits (CELERY_TASK_*TIME_LIMIT) apply (not in the threads pool)
         self._spawn(
-            "celery-worker", [*celery, "worker", "-l", "info", "--pool", "threads", "-c", "4", "-E"], environment
+            "celery-worker", [*celery, "worker", "-l", "info", "--pool", "prefork", "-c", "2", "-E"], environment
         )
         self._spawn(
             "celery-beat", [*celery, "beat", "-l", "info", "-s", str(self.base / "celerybeat-schedule")], environment
@@ -295,7 +297,7 @@ def announce(demo: Demo, users: dict[str, str]) -> str:
         f"  RocketMQ     name server {demo.rocketmq.namesrv_addr}, brokers "
         + ", ".join(f"{n} {b.address}" for n, b in demo.rocketmq.brokers.items()),
         f"  Redis        {settings.REDIS_URL}{' (started by the demo)' if demo.redis else ''}",
-        "  Celery       worker (4 threads) and beat: a poll every "
+        "  Celery       worker (prefork pool, 2 processes) and beat: a poll every "
         f"{settings.ROCKETMQ_POLL_INTERVAL} s; logs in {demo.base}",
         f"  State        {state_file()}",
         "Stop with Ctrl-C, or `make stop` (python -m devstack.demo --stop) from another terminal.",

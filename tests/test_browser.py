@@ -22,6 +22,14 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def debug_on(settings):
+    """DEBUG on, as in the demo (Django's test runner turns it off): django-htmx's debug script is
+    then on every page, and it replaces the whole document with any 400/403/404/500 answer to
+    an htmx request."""
+    settings.DEBUG = True
+
+
 @pytest.fixture
 def polled(browser, redis, history_dir, namesrv, settled, personas):
     cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
@@ -119,6 +127,76 @@ def test_the_overview_and_clusters_pages(page, live_server, polled, settled):
     brokers = page.locator("section.cluster tbody tr")
     assert brokers.count() == 2
     assert {brokers.nth(i).locator("td").nth(3).inner_text() for i in range(2)} == {"V5_3_3"}
+
+
+def watch_errors(page) -> list[str]:
+    """Uncaught script errors and console errors, as they happen (a missing favicon aside)."""
+    errors = []
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "favicon" not in m.text else None)
+    return errors
+
+
+def still_the_page(page, heading: str | None = None) -> None:
+    """The document was not replaced (django-htmx's debug script swaps the whole of it for an
+    error answer): the top bar and the page's own heading are still there after a while."""
+    page.wait_for_timeout(3_000)
+    assert page.locator("header.topbar").count() == 1, page.content()[:2000]
+    assert page.evaluate("window.__sameDocument") == 42
+    if heading is not None:
+        assert heading in page.locator("h1").first.inner_text()
+
+
+def test_the_reset_form_opens_with_its_preview_box_and_previews_as_the_strategy_changes(
+    page, live_server, polled, settled
+):
+    group = settled.lagging.group
+    errors = watch_errors(page)
+    log_in(page, live_server.url, "operator", f"/groups/local/{group}/")
+    page.click("#reset-link")  # the group page's main action
+    page.wait_for_url(f"**/groups/local/{group}/reset/")
+    page.evaluate("window.__sameDocument = 42")
+    # the form opens on a time reset: its first preview (htmx load trigger) asks for the time
+    page.wait_for_selector("#preview #preview-prompt")
+    assert "Choose a time" in page.locator("#preview").inner_text()
+    still_the_page(page, "Reset the offsets of")
+    assert page.locator("#reset-form #id_strategy").input_value() == "time"
+
+    page.select_option("#id_strategy", "shift")
+    page.fill("#id_shift", "0")  # refused by the strategy: the message is in the box, not a page
+    page.wait_for_selector("#preview #preview-error")
+    assert "non-zero" in page.locator("#preview-error").inner_text()
+    still_the_page(page, "Reset the offsets of")
+
+    page.select_option("#id_strategy", "earliest")
+    page.wait_for_selector("#plan tr.plan-row")
+    assert page.locator("#plan tr.plan-row").count() >= 1 and page.locator("#preview-error").count() == 0
+    still_the_page(page, "Reset the offsets of")
+    assert errors == [] and page.evaluate("window.__csp || []") == []
+
+
+def test_the_main_pages_load_with_debug_on_and_keep_their_document(page, live_server, polled, settled):
+    group = settled.lagging.group
+    errors = watch_errors(page)
+    log_in(page, live_server.url, "operator", "/")
+    pages = {
+        "/": "Overview",
+        "/groups/": None,
+        f"/groups/local/{group}/": group,
+        "/changes/": None,
+        "/dlq/": None,
+        "/stats/": None,
+        "/reports/": None,
+        "/audit/": None,
+        "/account/tokens/": None,
+    }
+    for path, heading in pages.items():
+        page.goto(live_server.url + path)
+        assert page.locator("script[src*='django-htmx']").count() == 1  # the debug script is on the page
+        page.evaluate("window.__sameDocument = 42")
+        still_the_page(page, heading)
+        assert errors == [], (path, errors)
+    assert page.evaluate("window.__csp || []") == []
 
 
 def test_the_admin_role_edits_a_health_override_on_the_clusters_admin_page(page, live_server, polled):

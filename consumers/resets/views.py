@@ -3,6 +3,8 @@ it creates a change request that waits for an approver."""
 
 from __future__ import annotations
 
+import time
+
 from django.shortcuts import redirect, render
 
 from ..access import cluster_or_404, console_action, console_page, remote_addr
@@ -12,7 +14,17 @@ from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from . import services
 from .forms import ResetForm
-from .strategies import InvalidReset
+from .strategies import InvalidReset, validate_params
+
+# What the preview box asks for while a strategy's own input is still empty: answered 200, so
+# the box shows it (htmx swaps only 2xx by default, and with DEBUG on django-htmx's script
+# replaces the whole document with a 4xx answer to an htmx request)
+PROMPTS = {
+    "time": ("timestamp", "Choose a time: the preview shows each queue's first message at or after it."),
+    "shift": ("shift", "Enter N: negative replays N messages per queue, positive skips N."),
+    "copy": ("source_group", "Enter the group to copy the offsets from."),
+    "exact": ("offsets", "Enter the offsets, one queue per line: topic@broker#queue offset."),
+}
 
 
 def _form(request, cluster, group: str, data=None) -> ResetForm:
@@ -23,22 +35,31 @@ def _form(request, cluster, group: str, data=None) -> ResetForm:
 @console_page
 def reset_form(request, cluster: str, group: str):
     cluster = cluster_or_404(cluster)
-    context = {"cluster": cluster, "group": group, "form": _form(request, cluster, group), "nav": "groups"}
+    form = _form(request, cluster, group)
+    form.fields["strategy"].initial = "time"  # the first choice; its preview asks for the time
+    context = {"cluster": cluster, "group": group, "form": form, "nav": "groups"}
     return render(request, "resets/form.html", context)
 
 
 @console_page
 def reset_preview(request, cluster: str, group: str):
-    """The preview table for the strategy and parameters in the query string (a fragment)."""
+    """The preview table for the strategy and parameters in the query string (a fragment).
+    Input that makes no reset yet (empty, or refused) is answered 200 with the prompt or the
+    message in the box; only a broker that cannot be read is an error status (502)."""
     cluster = cluster_or_404(cluster)
     form = _form(request, cluster, group, request.GET)
     context = {"cluster": cluster, "group": group}
     if not form.is_valid():
-        return render(request, "resets/_preview.html", {**context, "error": form.errors.as_text()}, status=400)
+        return render(request, "resets/_preview.html", {**context, "error": form.errors.as_text()})
+    prompt = PROMPTS.get(form.cleaned_data["strategy"])
+    if prompt and form.cleaned_data[prompt[0]] in (None, "", {}):
+        return render(request, "resets/_preview.html", {**context, "prompt": prompt[1]})
     try:
-        plan = services.preview(cluster, group, form.params())
+        params = form.params()
+        validate_params(params, now_ms=int(time.time() * 1000))  # refused here, before the broker is read
+        plan = services.preview(cluster, group, params)
     except InvalidReset as exc:
-        return render(request, "resets/_preview.html", {**context, "error": str(exc)}, status=400)
+        return render(request, "resets/_preview.html", {**context, "error": str(exc)})
     except RocketMQError as exc:
         return render(request, "resets/_preview.html", {**context, "error": f"broker: {exc}"}, status=502)
     return render(request, "resets/_preview.html", {**context, "plan": plan})

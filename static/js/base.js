@@ -13,3 +13,11 @@ document.addEventListener("visibilitychange", function () {
     });
   }
 });
+// A box marked data-swap-errors shows error answers too (a 502 "broker: ..." in the reset
+// preview): htmx leaves the last answer standing otherwise, a plan of the strategy chosen before.
+document.addEventListener("htmx:beforeSwap", function (event) {
+  if (event.detail.isError && event.detail.target.hasAttribute("data-swap-errors")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});

@@ -95,6 +95,9 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
         assert {"django", "celery-worker", "celery-beat", "namesrv", "broker-a", "broker-b", "redis-server"} <= set(
             children
         )
+        # the polls above ran in the prefork pool, production's default (`celery -A dashboard worker`)
+        worker_log = (var / "demo" / "celery-worker.log").read_text()
+        assert ".> concurrency: 2 (prefork)" in worker_log, worker_log[-3000:]
     finally:
         stopping = time.monotonic()
         stop = subprocess.run(
