@@ -42,7 +42,12 @@ def require_writable(cluster) -> None:
         raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
 
 
+MAX_REASON = 2000
+
+
 def require_reason(reason: str | None, message: str = "a reason is required") -> str:
     if not (reason or "").strip():
         raise ChangeRefused(message)
+    if len(reason) > MAX_REASON:
+        raise ChangeRefused(f"a reason is at most {MAX_REASON} characters, not {len(reason)}")
     return reason.strip()

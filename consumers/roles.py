@@ -58,6 +58,26 @@ def may_read_bodies(user) -> bool:
     return user.has_perm(perm(REQUEST))
 
 
+HIDDEN_BODY = "(hidden: body searches are for operators only)"
+
+
+def hide_bodies(user, data):
+    """`data` (JSON-like: audit details, a redrive's selection, a request's params) as `user` may
+    see it: below operator every "body" value (a search typed to match message bodies, which
+    gives away part of a body) is replaced. The one redaction every viewer-visible path uses."""
+    if may_read_bodies(user):
+        return data
+    return _hidden(data)
+
+
+def _hidden(data):
+    if isinstance(data, dict):
+        return {k: (HIDDEN_BODY if k == "body" and v not in (None, "") else _hidden(v)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_hidden(v) for v in data]
+    return data
+
+
 def roles_of(user) -> list[str]:
     if not user.is_authenticated:
         return []

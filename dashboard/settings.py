@@ -283,6 +283,11 @@ HISTORY_FLUSH_SECONDS = env_int("HISTORY_FLUSH_SECONDS", 300)
 CHANGE_REQUEST_EXPIRY_SECONDS = env_int("CHANGE_REQUEST_EXPIRY_SECONDS", 4 * 3600)
 # An approver must approve a preview no older than this (or refresh it first).
 CHANGE_PREVIEW_MAX_AGE_SECONDS = env_int("CHANGE_PREVIEW_MAX_AGE_SECONDS", 600)
+# ... and the effect it approves (messages re-consumed or skipped, over the whole request) is
+# read again at approval and when the run starts: it may differ from the preview's by this
+# percentage or this many messages, whichever is larger (consumers/resets/effect.py)
+CHANGE_EFFECT_TOLERANCE_PERCENT = env_int("CHANGE_EFFECT_TOLERANCE_PERCENT", 10)
+CHANGE_EFFECT_TOLERANCE_MESSAGES = env_int("CHANGE_EFFECT_TOLERANCE_MESSAGES", 100)
 # Development only: lets the requester approve their own request (a warning banner shows it).
 CHANGES_SINGLE_PERSON_MODE = env_bool("CHANGES_SINGLE_PERSON_MODE", False)
 # A running change whose worker has not reported for this long is taken over by another.

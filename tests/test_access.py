@@ -160,3 +160,33 @@ def test_the_readme_shows_the_table_as_it_is():
     from consumers.roles import access_markdown
 
     assert access_markdown() in (settings.BASE_DIR / "README.md").read_text()
+
+
+def test_a_body_search_typed_by_an_operator_is_hidden_from_viewers_everywhere(client, personas, world):
+    """A redrive or export selected by body text carries that text: part of a body. Viewers see
+    jobs, requests and the audit log, but never the text; operators see it as typed."""
+    from consumers import audit
+
+    secret = "card=4111-1111"
+    selection = {"body": secret, "tag": "pay"}
+    cluster = Cluster.objects.get(name="east")
+    job = RedriveJob.objects.create(cluster=cluster, group="orders", target="group", rate=10, state="paused",
+                                    total=1, created_by=personas["operator"], selection=selection)  # fmt: skip
+    change = workflow.submit(actor=Actor(personas["operator"], "10.0.0.1"), cluster=cluster, group="orders",
+                             kind="redrive", params={"job": job.pk, "selection": selection}, plan={"rows": []},
+                             reason="redrive the payments")  # fmt: skip
+    audit.record("dlq-export", username="operator", cluster="east", group="orders",
+                 details={"format": "csv", "selection": selection})  # fmt: skip
+    urls = [f"/dlq/jobs/{job.pk}/", f"/api/dlq/jobs/{job.pk}/", f"/api/changes/{change.pk}/", "/api/changes/",
+            "/audit/", "/audit/?format=csv", f"/changes/{change.pk}/"]  # fmt: skip
+    for role, shown in (("viewer", False), ("operator", True)):
+        client.force_login(personas[role])
+        for url in urls:
+            response = client.get(url)
+            assert response.status_code == 200, (role, url, response.status_code)
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            if url == f"/changes/{change.pk}/":
+                assert secret.encode() not in body, url  # not listed there at all
+            else:
+                assert (secret.encode() in body) is shown, (role, url)
+                assert (b"hidden: body searches are for operators only" in body) is not shown, (role, url)

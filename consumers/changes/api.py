@@ -6,24 +6,25 @@ from __future__ import annotations
 from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
-from ..apischema import AnyObject, Obj, SchemaError, Str
+from ..apischema import AnyObject, Bool, Obj, SchemaError, Str
 from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
+from ..roles import APPROVE, hide_bodies, perm
 from . import kinds, selectors
 from .forms import ChangeFilterForm
-from .models import ChangeRequest
+from .models import ChangeRequest, State
 from .services import decide
 
 
-def change_json(change: ChangeRequest, *, full: bool = False) -> dict:
+def change_json(change: ChangeRequest, user, *, full: bool = False) -> dict:
     data = {
         "id": change.pk,
         "cluster": change.cluster.name,
         "group": change.group,
         "kind": change.kind,
         "state": change.state,
-        "params": change.params,
+        "params": hide_bodies(user, change.params),
         "reason": change.reason,
         "requested_by": change.requested_by.get_username(),
         "requested_at": change.requested_at.isoformat(),
@@ -34,9 +35,9 @@ def change_json(change: ChangeRequest, *, full: bool = False) -> dict:
         "undo_of": change.undo_of_id,
     }
     if full:
-        data.update(planned_at=change.planned_at.isoformat(), plan=change.plan, result=change.result)
+        data.update(planned_at=change.planned_at.isoformat(), plan=hide_bodies(user, change.plan), result=change.result)
         data["events"] = [
-            {"at": e.at.isoformat(), "user": e.username, "action": e.action, "details": e.details}
+            {"at": e.at.isoformat(), "user": e.username, "action": e.action, "details": hide_bodies(user, e.details)}
             for e in change.events.all()
         ]
     return data
@@ -53,7 +54,7 @@ CREATE = Obj(
     },
     required=("cluster", "group", "params"),
 )
-DECISION = Obj({"reason": Str(max_length=2000)})
+DECISION = Obj({"reason": Str(max_length=2000), "accept_unreadable": Bool()})
 
 
 @api_view(methods=("GET", "POST"), body=CREATE)
@@ -63,7 +64,7 @@ def changes(request):
     form = ChangeFilterForm(request.GET)
     if not form.is_valid():
         return json_error(400, f"invalid filter: {form.errors.as_text()}", fields=form.errors.get_json_data())
-    return JsonResponse({"changes": [change_json(c) for c in selectors.change_list(**form.cleaned_data)]})
+    return JsonResponse({"changes": [change_json(c, request.user) for c in selectors.change_list(**form.cleaned_data)]})
 
 
 def _create(request):
@@ -88,7 +89,7 @@ def _create(request):
         return json_error(exc.status, str(exc))
     except RocketMQError as exc:
         return json_error(502, f"the broker could not be read: {exc}")
-    return JsonResponse(change_json(change, full=True), status=201)
+    return JsonResponse(change_json(change, request.user, full=True), status=201)
 
 
 @api_view
@@ -96,7 +97,16 @@ def change(request, pk: int):
     found = selectors.change_detail(pk)
     if found is None:
         return json_error(404, f"no change request #{pk}")
-    return JsonResponse(change_json(found, full=True))
+    data = change_json(found, request.user, full=True)
+    # what an approver sees on the page before deciding: what moved on the broker since the plan
+    moved_since = kinds.of(found).moved_since
+    if found.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and moved_since:
+        try:
+            data["moved_since_preview"] = moved_since(found)
+        except RocketMQError as exc:
+            data["moved_since_preview"] = None
+            data["moved_since_preview_error"] = f"the broker could not be read: {exc}"
+    return JsonResponse(data)
 
 
 @api_view(methods=("POST",), body=DECISION)
@@ -105,11 +115,11 @@ def change_action(request, pk: int, action: str):
     if found is None:
         return json_error(404, f"no change request #{pk}")
     try:
-        result = decide(
-            found, action, actor=Actor(request.user, remote_addr(request)), reason=request.json.get("reason", "")
-        )
+        result = decide(found, action, actor=Actor(request.user, remote_addr(request)),
+                        reason=request.json.get("reason", ""),
+                        accept_unreadable=request.json.get("accept_unreadable", False))  # fmt: skip
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
     except RocketMQError as exc:
         return json_error(502, f"the broker could not be read: {exc}")
-    return JsonResponse(change_json(selectors.change_detail(result.pk), full=True))
+    return JsonResponse(change_json(selectors.change_detail(result.pk), request.user, full=True))

@@ -49,3 +49,4 @@ class DecisionForm(forms.Form):
         choices=[(a, a) for a in ("approve", "reject", "cancel", "refresh", "undo")],
     )
     reason = forms.CharField(required=False, max_length=2000)
+    accept_unreadable = forms.BooleanField(required=False)

@@ -27,6 +27,9 @@ class ChangeKind:
     ended_unrun: Callable[[ChangeRequest], None] = _nothing
     # what moved on the broker since the plan was read, for an approver about to decide
     moved_since: Callable[[ChangeRequest], list] | None = None
+    # the request's effect read again from the broker: a refusal in words when it changed beyond
+    # the tolerance since the plan was read (approval is bound to the effect, not to a time)
+    effect_changed: Callable[[ChangeRequest], str | None] = _nothing
     # further decisions on a request of this kind: name -> fn(request, actor=, reason=)
     actions: dict[str, Callable[..., ChangeRequest]] = field(default_factory=dict)
     # POST /api/changes/ with this kind: the schema of its "params", and what makes the request

@@ -52,3 +52,16 @@ def decided(request: ChangeRequest) -> None:
         + ".\n",
         [email] if email else [],
     )
+
+
+def replanned(request: ChangeRequest, *, by, before: dict | None, after: dict | None) -> None:
+    """Someone else refreshed the preview of this request: the requester hears what it now does."""
+    email = request.requested_by.email
+    if by == request.requested_by or not email:
+        return
+    _send(
+        f"[RocketMQ console] preview refreshed: {request}",
+        f"{by} refreshed the preview of request #{request.pk}; it is approved as it now reads.\n"
+        f"Before: {before}\nNow: {after}\n",
+        [email],
+    )

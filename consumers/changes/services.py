@@ -11,10 +11,12 @@ from . import kinds, notify, workflow
 from .models import ChangeRequest
 
 
-def decide(request: ChangeRequest, action: str, *, actor: Actor, reason: str = "") -> ChangeRequest:
+def decide(
+    request: ChangeRequest, action: str, *, actor: Actor, reason: str = "", accept_unreadable: bool = False
+) -> ChangeRequest:
     kind = kinds.of(request)
     if action == "approve":
-        approved = workflow.approve(request, actor=actor)
+        approved = workflow.approve(request, actor=actor, accept_unreadable=accept_unreadable)
         notify.decided(approved)
         from .tasks import execute_change
 

@@ -13,7 +13,7 @@ from ..access import bad_request, console_action, console_page, remote_addr
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
 from ..rocketmq import RocketMQError
-from ..roles import APPROVE, REQUEST, perm
+from ..roles import APPROVE, REQUEST, hide_bodies, perm
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
 from .models import State
@@ -73,6 +73,7 @@ def change_action(request, pk: int):
             form.cleaned_data["action"],
             actor=Actor(request.user, remote_addr(request)),
             reason=form.cleaned_data["reason"],
+            accept_unreadable=form.cleaned_data["accept_unreadable"],
         )
     except ChangeRefused as exc:
         # shown on the request's page with the refusal's status (403 for who, 409 for when)
@@ -92,7 +93,7 @@ def audit_log(request):
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     if form.cleaned_data["format"] == "csv":
         events = selectors.audit_events(**form.filters(), limit=None)
-        response = StreamingHttpResponse(_csv_rows(events), content_type="text/csv")
+        response = StreamingHttpResponse(_csv_rows(events, request.user), content_type="text/csv")
         response["Content-Disposition"] = attachment("audit-log.csv")
         return response
     events = selectors.audit_events(**form.filters())
@@ -105,7 +106,7 @@ def audit_log(request):
 AUDIT_COLUMNS = ["id", "at", "username", "remote_addr", "action", "cluster", "group", "change_request", "details"]
 
 
-def _csv_rows(events):
+def _csv_rows(events, user):
     writer = csv_writer()  # formula-safe: reasons, groups and usernames are typed by people
     yield writer.writerow(AUDIT_COLUMNS)
     for e in events.iterator():
@@ -119,6 +120,6 @@ def _csv_rows(events):
                 e.cluster,
                 e.group,
                 e.change_request_id or "",
-                json.dumps(e.details, sort_keys=True),
+                json.dumps(hide_bodies(user, e.details), sort_keys=True),
             ]  # fmt: skip
         )

@@ -20,7 +20,7 @@ from django.utils import timezone
 from .. import audit
 from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..roles import APPROVE, REQUEST, perm
-from . import kinds
+from . import kinds, notify
 from .models import ChangeRequest, State
 
 
@@ -94,8 +94,18 @@ def submit(
     return request
 
 
-def approve(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
+def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = False) -> ChangeRequest:
+    """Approve a pending request. A plan that could not read part of what it changes (its
+    "unreadable" brokers) is approved only with `accept_unreadable`: the approver says that those
+    parts stay as they are, and the run ends partial, naming them."""
     _check_decider(request, actor)
+    unreadable = [entry.get("broker", "?") for entry in request.plan.get("unreadable") or []]
+    if unreadable and not accept_unreadable:
+        raise ChangeRefused(
+            f"the plan could not read {', '.join(unreadable)}: its queues would stay as they are. Approve with "
+            "'apply to the readable brokers only' (accept_unreadable) to go ahead, or refresh once they are back",
+            409,
+        )
     if expire_if_due(request):
         raise ChangeRefused(f"request #{request.pk} expired at {request.expires_at:%Y-%m-%d %H:%M:%S} UTC", 409)
     age = (timezone.now() - request.planned_at).total_seconds()
@@ -105,13 +115,16 @@ def approve(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
             "refresh it before approving, so you approve what the broker holds now",
             409,
         )
+    changed = kinds.of(request).effect_changed(request)
+    if changed:
+        raise ChangeRefused(changed, 409)
     approved = transition(
         request,
         {State.PENDING},
         State.APPROVED,
         actor=actor,
         action="approve",
-        details={"single_person_mode": single_person_mode()},
+        details={"single_person_mode": single_person_mode(), "left_unreadable": unreadable},
         decided_by=actor.user,
         decided_at=timezone.now(),
     )
@@ -163,12 +176,18 @@ def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest
         State.PENDING,
         actor=actor,
         action="refresh-preview",
-        details={"previous_planned_at": request.planned_at.isoformat()},
+        # both plans' totals in the log: what the request did before the refresh, and now
+        details={
+            "previous_planned_at": request.planned_at.isoformat(),
+            "previous_totals": request.plan.get("totals"),
+            "totals": plan.get("totals"),
+        },
         plan=plan,
         planned_at=timezone.now(),
     )
     if refreshed is None:
         raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+    notify.replanned(refreshed, by=actor.user, before=request.plan.get("totals"), after=plan.get("totals"))
     return refreshed
 
 

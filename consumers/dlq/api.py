@@ -11,7 +11,7 @@ from ..apischema import JAVA_LONG_MAX, Choice, Int, List, Obj, Str
 from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST, may_read_bodies, perm
+from ..roles import REQUEST, hide_bodies, may_read_bodies, perm
 from . import redrive, selectors
 from .browse import Selection
 from .forms import DlqFilterForm, encode_cursor
@@ -28,11 +28,11 @@ REDRIVE = Obj({
 }, required=("target",))  # fmt: skip
 
 
-def job_json(job: RedriveJob) -> dict:
+def job_json(job: RedriveJob, user) -> dict:
     return {
         **redrive.progress(job), "id": job.pk, "cluster": job.cluster.name, "group": job.group,
         "state": job.state, "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
-        "selection": job.selection, "checkpoints": job.checkpoints, "failures": job.failures,
+        "selection": hide_bodies(user, job.selection), "checkpoints": job.checkpoints, "failures": job.failures,
         "change_request": job.change_request_id,
     }  # fmt: skip
 
@@ -74,13 +74,13 @@ def start(request, cluster: str, group: str):
         return json_error(502, f"the broker could not be read: {exc}")
     if job.state == RedriveJob.State.QUEUED:
         redrive.start(job)
-    return JsonResponse(job_json(job), status=201)
+    return JsonResponse(job_json(job, request.user), status=201)
 
 
 @api_view
 def job(request, pk: int):
     found = selectors.job(pk)
-    return JsonResponse(job_json(found)) if found else json_error(404, f"no redrive job #{pk}")
+    return JsonResponse(job_json(found, request.user)) if found else json_error(404, f"no redrive job #{pk}")
 
 
 @api_view(methods=("POST",))
@@ -97,4 +97,4 @@ def job_action(request, pk: int, action: str):
         changed = controls[action](found, actor=Actor(request.user, remote_addr(request)))
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
-    return JsonResponse(job_json(changed))
+    return JsonResponse(job_json(changed, request.user))

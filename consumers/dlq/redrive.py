@@ -78,7 +78,7 @@ def plan_redrive(
             created_by=actor.user,
         )
         details = {"job": job.pk, "total": job.total, "target": job.target_description, "rate": rate,
-                   "selection": selection.describe()}  # fmt: skip
+                   "selection": selection.to_wire()}  # fmt: skip
         audit.record("redrive-plan", username=actor.username, remote_addr=actor.remote_addr, cluster=cluster.name,
                      group=group, details=details)  # fmt: skip
         if large:

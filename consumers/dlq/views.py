@@ -23,7 +23,7 @@ from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
-from ..roles import REQUEST, may_read_bodies, perm
+from ..roles import REQUEST, hide_bodies, may_read_bodies, perm
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm, encode_cursor
@@ -188,7 +188,7 @@ def job_page(request, pk: int):
         raise Http404(f"No redrive job #{pk}")
     context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
                "silent_since": claims.silent_since(found),
-               "selection": Selection.from_wire(found.selection).describe(),
+               "selection": Selection.from_wire(hide_bodies(request.user, found.selection)).describe(),
                "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)
 

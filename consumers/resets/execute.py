@@ -35,6 +35,7 @@ from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import MessageQueue
+from . import effect
 from .preview import GroupOffsets, read_group
 
 BATCH = 64
@@ -90,6 +91,14 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
             if request.params.get("strategy") == "latest":
                 # "latest" means the end of each queue when it runs; the result shows the offsets used
                 result["targets_used"] = run_on_cluster(cluster, lambda c: _max_offsets(c, rows))
+            # the effect as the run finds it, against what was approved: beyond the tolerance
+            # nothing is written (an online group moved on since the approval)
+            now = effect.recomputed(rows, request.params.get("strategy"), current, result.get("targets_used", {}))
+            changed = effect.change(effect.planned(rows), now)
+            if changed:
+                result["error"] = f"nothing was written: {changed}, then request it again"
+                _save(request, token, result)
+                return _finish(request, token, rows, result)
             _save(request, token, result)
         targets = {r["label"]: result.get("targets_used", {}).get(r["label"], r["target"]) for r in rows}
         pending = [r for r in rows if r["label"] not in result["applied"] and r["label"] not in result["failed"]]
@@ -113,9 +122,13 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
 def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) -> ChangeRequest:
     verification = result.get("verification", {})
     verified = [label for label, check in verification.items() if check["ok"]]
+    # brokers the plan could not read, left as they were by the approver's choice: never "done"
+    result["untouched"] = request.plan.get("unreadable") or []
     if result.get("error") and not result.get("applied"):
         state = State.FAILED
-    elif len(verified) == len(rows) and not result.get("failed") and not result.get("error"):
+    elif (
+        len(verified) == len(rows) and not result.get("failed") and not result.get("error") and not result["untouched"]
+    ):
         state = State.DONE
     elif not result.get("applied"):
         state = State.FAILED
@@ -127,6 +140,7 @@ def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) 
         "failed": len(result.get("failed", {})),
         "verified": len(verified),
         "error": result.get("error"),
+        "untouched": [u["broker"] for u in result["untouched"]],
     }
     with transaction.atomic():
         moved = ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(

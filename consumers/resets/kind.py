@@ -60,6 +60,7 @@ RESET = kinds.register(
         name=ChangeRequest.Kind.RESET,
         execute=_execute,
         moved_since=services.moved_since,
+        effect_changed=services.effect_changed,
         actions={"refresh": _refresh, "undo": _undo},
         api_params=API_PARAMS,
         api_create=_api_create,

@@ -72,7 +72,7 @@ async def read_preview(client: AdminClient, group: str, params: dict, *, now_ms:
         raise InvalidReset(f"{group} has no committed offsets and no online client: no topic to reset")
     if params["include_retry"]:
         topics = [*topics, retry_topic(group)]
-    queues = await _queue_states(client, topics, state.committed)
+    queues, unreadable = await _queue_states(client, topics, state.committed)
     found = await _found_by_time(client, queues, params["timestamp_ms"]) if params["strategy"] == "time" else {}
     source = await _source_offsets(client, params, masters) if params["strategy"] == "copy" else {}
     targets = compute_targets(queues, params, found_by_time=found, source_offsets=source)
@@ -83,10 +83,18 @@ async def read_preview(client: AdminClient, group: str, params: dict, *, now_ms:
         "read_at_ms": now_ms,
         "rows": [t.to_wire() for t in targets],
         "totals": totals(targets),
+        "brokers_read": sorted(masters),
+        # brokers routing these topics that did not answer (the service adds known brokers the
+        # name server no longer lists): their queues are unknown, and left as they are
+        "unreadable": unreadable,
     }
 
 
-async def _queue_states(client: AdminClient, topics: list[str], committed: dict) -> list[QueueState]:
+async def _queue_states(
+    client: AdminClient, topics: list[str], committed: dict
+) -> tuple[list[QueueState], dict[str, dict]]:
+    """The queues of `topics` on every broker that answers, and {broker: why} for those that
+    route a topic but do not answer (their queues are unknown: never silently left out)."""
     routes = await client.topology.topic_routes(topics)
     pairs = []
     for topic in topics:
@@ -97,13 +105,18 @@ async def _queue_states(client: AdminClient, topics: list[str], committed: dict)
             raise route
         pairs += [(topic, name, address) for name, address in sorted(route.master_addrs().items())]
     answers = await client.progress.topic_stats_many([(topic, address) for topic, _, address in pairs])
-    queues = []
+    queues, unreadable = [], {}
     for (topic, broker, _), table in zip(pairs, answers, strict=True):
         if isinstance(table, RocketMQError):
-            raise table
+            entry = unreadable.setdefault(broker, {"broker": broker, "reason": f"{type(table).__name__}: {table}",
+                                                   "topics": []})  # fmt: skip
+            entry["topics"].append(topic)
+            continue
         for mq, bound in sorted(table.offsets.items()):
             queues.append(QueueState(topic, broker, mq.queue_id, bound.min_offset, bound.max_offset, committed.get(mq)))
-    return queues
+    if not queues and unreadable:
+        raise RocketMQError(f"no broker holding these topics answered: {', '.join(sorted(unreadable))}")
+    return queues, unreadable
 
 
 async def _found_by_time(client: AdminClient, queues: list[QueueState], timestamp: int) -> dict[str, int]:

@@ -10,13 +10,44 @@ from ..changes.models import ChangeRequest, State
 from ..clusters.connect import run_on_cluster
 from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..models import Cluster
+from ..rocketmq import RocketMQError
 from ..roles import REQUEST
+from . import effect
 from .preview import read_preview
 
 
 def preview(cluster: Cluster, group: str, params: dict) -> dict:
-    """The plan of a reset as the broker stands now. Raises InvalidReset for bad input."""
-    return run_on_cluster(cluster, lambda c: read_preview(c, group, params), seconds=settings.RESET_PREVIEW_DEADLINE)
+    """The plan of a reset as the broker stands now, with every known broker it could not read
+    (failing, or missing from the name server) named: its queues stay as they are, and the
+    approver must say so (see workflow.approve). Raises InvalidReset for bad input."""
+    plan = run_on_cluster(cluster, lambda c: read_preview(c, group, params), seconds=settings.RESET_PREVIEW_DEADLINE)
+    plan["unreadable"] = _unreadable(cluster, group, plan)
+    return plan
+
+
+def _unreadable(cluster: Cluster, group: str, plan: dict) -> list[dict]:
+    """Brokers holding (as far as the console knows) queues of this reset that the read did not
+    reach, with the queues the last poll saw there."""
+    from ..live import selectors
+    from ..models import KnownBroker
+    from ..redis_client import get_redis
+
+    topics = {row["topic"] for row in plan["rows"]}
+    found = {entry["broker"]: dict(entry, since=None, queues=[]) for entry in plan["unreadable"].values()}
+    for known in KnownBroker.objects.filter(cluster=cluster).exclude(name__in=plan["brokers_read"]):
+        since = known.missing_since.isoformat() if known.missing_since else None
+        found.setdefault(known.name, {"broker": known.name, "reason": "missing from the name server", "topics": []})
+        found[known.name]["since"] = since
+    if not found:
+        return []
+    view = selectors.group_detail(get_redis(), cluster, group)
+    last_seen = [q for q in (view.doc.queues if view else []) if q.topic in topics]
+    for entry in found.values():
+        entry["queues"] = sorted(f"{q.topic}@{q.broker}#{q.queue_id}" for q in last_seen if q.broker == entry["broker"])
+        entry.setdefault("since", None)
+    # a missing broker the last poll saw none of this group's queues on is no part of the reset;
+    # with no poll of the group at all, every unreadable broker counts (unknown is not none)
+    return [e for e in found.values() if e["queues"] or e["topics"] or view is None]
 
 
 def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, reason: str, undo_of=None):
@@ -79,3 +110,19 @@ def moved_since(request: ChangeRequest) -> list[dict]:
         if new_messages or advanced:
             moved.append({"label": row["label"], "new_messages": new_messages, "committed_advanced": advanced})
     return moved
+
+
+def effect_changed(request: ChangeRequest) -> str | None:
+    """The plan's effect read again from the broker (committed and max offsets): None while it is
+    within the tolerance of what the preview showed, else the refusal in words."""
+    rows = [r for r in request.plan["rows"] if r["target"] is not None]
+    if not rows:
+        return None
+    try:
+        committed, maxes = run_on_cluster(
+            request.cluster, lambda c: effect.read_now(c, request.group, rows), seconds=settings.RESET_PREVIEW_DEADLINE
+        )
+    except RocketMQError as exc:
+        return f"the effect could not be read again ({exc}); refresh the preview"
+    now = effect.recomputed(rows, request.params.get("strategy"), committed, maxes)
+    return effect.change(effect.planned(rows), now)

@@ -115,3 +115,11 @@ def report_cell(value, columns, index: int):
     else:
         return format_html("<td>{}</td>", value)
     return format_html('<td class="num">{}</td>', text)
+
+
+@register.filter
+def hide_bodies_for(data, user):
+    """`data` as `user` may see it: body searches are for operators only (roles.hide_bodies)."""
+    from ..roles import hide_bodies
+
+    return hide_bodies(user, data)

@@ -1,6 +1,7 @@
 """Bearer tokens as credentials, throttled like passwords: a wrong token counts as a failed
-login (django-axes, per address and per token prefix), and a locked-out address gets no answer
-about any token."""
+login (django-axes, per address), and a locked-out address gets no answer about any token.
+Not per token prefix: prefixes are not secret (the audit log names them), so counting by prefix
+would let anyone lock someone else's script out with a few wrong tokens."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from django.contrib.auth.signals import user_login_failed
 from . import services
 
 
-def _credentials(secret: str) -> dict:
-    # the prefix only: never the secret itself in axes's tables
-    return {"username": f"api-token:{secret[len(services.PREFIX) :][:8]}"}
+def _credentials(request) -> dict:
+    # the address stands in for a username (never the secret in axes's tables): a lockout then
+    # holds only the address that guessed
+    return {"username": f"api-token@{request.META.get('REMOTE_ADDR', '')}"}
 
 
 def token_user(request, secret: str):
     from axes.handlers.proxy import AxesProxyHandler
 
-    credentials = _credentials(secret)
+    credentials = _credentials(request)
     if AxesProxyHandler.is_locked(request, credentials):
         request.axes_locked_out = True  # AxesMiddleware answers with the lockout response
         return None

@@ -204,3 +204,56 @@ def test_a_dead_name_server_makes_everything_stale_with_the_reason_then_recovers
         small.wait_registered({"broker-a", "broker-b"})
     assert poll_cluster(cluster).status == "ok"
     assert not viewer_client.get(f"/api/groups/small/{GROUP}/").json()["stale"]
+
+
+def read_offsets(small) -> dict[tuple[str, int], int]:
+    async def read():
+        async with AdminClient(small.namesrv_addr) as client:
+            masters = (await client.topology.cluster_info()).masters()
+            answers = await client.progress.consume_stats_many([(GROUP, a) for a in masters.values()])
+            return {(mq.broker_name, mq.queue_id): w.consumer_offset for s in answers for mq, w in s.offsets.items()}
+
+    return run(read())
+
+
+def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial(cluster, redis, small, personas):
+    from consumers.changes.models import State
+    from consumers.changes.workflow import approve
+    from consumers.core import Actor, ChangeRefused
+    from consumers.resets import execute
+    from consumers.resets.services import request_reset, undo
+
+    committed = {("broker-a", 0): 2, ("broker-a", 1): 2, ("broker-b", 0): 1, ("broker-b", 1): 1}  # max is 2
+    commit(small, committed)
+    assert poll_cluster(cluster).status == "ok"  # the console knows both brokers and the group's queues
+    operator, approver = Actor(personas["operator"], "10.0.0.1"), Actor(personas["approver"], "10.0.0.2")
+    small.brokers["broker-b"].process.signal(signal.SIGSTOP)
+    try:
+        request = request_reset(
+            actor=operator, cluster=cluster, group=GROUP, params={"strategy": "earliest"}, reason="broker-b hangs"
+        )
+        assert {(r["broker"], r["queue_id"]) for r in request.plan["rows"]} == {("broker-a", 0), ("broker-a", 1)}
+        [unknown] = request.plan["unreadable"]
+        assert unknown["broker"] == "broker-b" and unknown["reason"]
+        assert unknown["queues"] == [f"{TOPIC}@broker-b#0", f"{TOPIC}@broker-b#1"]  # as the last poll saw them
+        with pytest.raises(ChangeRefused, match="could not read broker-b"):
+            approve(request, actor=approver)
+        request.refresh_from_db()
+        assert request.state == State.PENDING
+        approve(request, actor=approver, accept_unreadable=True)
+        done = execute.execute_reset(request.pk)
+    finally:
+        small.brokers["broker-b"].process.signal(signal.SIGCONT)
+    assert done.state == State.PARTIAL
+    assert [u["broker"] for u in done.result["untouched"]] == ["broker-b"]
+    assert done.events.filter(action="approve").get().details["left_unreadable"] == ["broker-b"]
+    # broker-a at its min offset (0: this topic has kept all its messages), broker-b untouched
+    assert read_offsets(small) == {**committed, ("broker-a", 0): 0, ("broker-a", 1): 0}
+    back = undo(done, actor=operator, reason="put broker-a back")
+    assert back.plan["unreadable"] == [] and set(back.params["offsets"]) == {
+        f"{TOPIC}@broker-a#0",
+        f"{TOPIC}@broker-a#1",
+    }
+    approve(back, actor=approver)
+    assert execute.execute_reset(back.pk).state == State.DONE
+    assert read_offsets(small) == committed

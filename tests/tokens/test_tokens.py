@@ -89,3 +89,20 @@ def test_guessing_tokens_locks_the_address_out(client, personas, redis, settings
     assert locked.status_code == 429 and locked.json()["status"] == 429
     assert reset(ip="127.0.0.1") >= 1
     assert _api(client, good).status_code == 200
+
+
+def test_wrong_tokens_with_someone_elses_prefix_lock_only_the_guessing_address(client, personas, redis, settings):
+    """Prefixes are public (the audit log shows them): wrong tokens sent with another user's
+    prefix from one address must not lock that user's script out at its own address."""
+    from axes.utils import reset
+
+    client.force_login(personas["operator"])
+    theirs = _create(client, "their script")
+    client.logout()
+    prefix = theirs.split("_")[1]
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer rmqc_{prefix}_wrong", REMOTE_ADDR="10.9.9.9")
+    locked = client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer {theirs}", REMOTE_ADDR="10.9.9.9")
+    assert locked.status_code == 429  # the guessing address is locked out
+    assert _api(client, theirs).status_code == 200  # the script, from its own address, is not
+    assert reset(ip="10.9.9.9") >= 1
