@@ -10,7 +10,16 @@ class ClusterForm(forms.ModelForm):
 
     class Meta:
         model = Cluster
-        fields = ["name", "namesrv_addrs", "access_key", "secret_key", "read_only", "poll_interval", "enabled"]
+        fields = [
+            "name",
+            "namesrv_addrs",
+            "proxy_addrs",
+            "access_key",
+            "secret_key",
+            "read_only",
+            "poll_interval",
+            "enabled",
+        ]
 
     def clean_secret_key(self):
         value = self.cleaned_data.get("secret_key")

@@ -17,6 +17,14 @@ def validate_namesrv_addrs(value: str) -> None:
     addresses = split_namesrv_list(value)
     if not addresses:
         raise ValidationError("Give at least one name server address, host:port.")
+    _validate_addresses(addresses)
+
+
+def validate_proxy_addrs(value: str) -> None:
+    _validate_addresses(split_namesrv_list(value))
+
+
+def _validate_addresses(addresses: list[str]) -> None:
     for address in addresses:
         host, sep, port = address.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -30,6 +38,14 @@ class Cluster(models.Model):
         max_length=500,
         validators=[validate_namesrv_addrs],
         help_text="host:port, several separated by ';'",
+    )
+    proxy_addrs = models.CharField(
+        "proxies",
+        max_length=500,
+        blank=True,
+        validators=[validate_proxy_addrs],
+        help_text="rocketmq-proxy remoting addresses (cluster mode), host:port separated by ';': "
+        "the brokers know no gRPC client, only the proxies do",
     )
     access_key = models.CharField(max_length=200, blank=True, help_text="ACL access key, if the cluster uses ACL")
     secret_key = models.CharField(max_length=200, blank=True, help_text="ACL secret key; never shown again")
@@ -58,6 +74,10 @@ class Cluster(models.Model):
     @property
     def namesrv_list(self) -> list[str]:
         return split_namesrv_list(self.namesrv_addrs)
+
+    @property
+    def proxy_list(self) -> list[str]:
+        return split_namesrv_list(self.proxy_addrs)
 
     @property
     def credentials(self) -> Credentials | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import django
 
 from .processes import ManagedProcess, StartupError, free_port, port_is_free
+from .proxy import LocalProxy
 from .redis import ensure_local_redis
 from .rocketmq import LocalRocketMQ
 from .runtime import PROJECT_ROOT, ensure_runtime
@@ -65,6 +66,7 @@ class Demo:
         self.rocketmq: LocalRocketMQ | None = None
         self.redis = None
         self.harness: Harness | None = None
+        self.proxy: LocalProxy | None = None
         self._stopping = False
         self.statistics: ManagedProcess | None = None  # the one statistics run at start-up
         self.started_at = time.monotonic()
@@ -85,6 +87,8 @@ class Demo:
             namesrv_port=self.namesrv_port,
             broker_ports=self.broker_ports,
         ).start()
+        self.log("Starting rocketmq-proxy (cluster mode) for the RocketMQ 5 gRPC clients ...")
+        self.proxy = LocalProxy(runtime, self.rocketmq.namesrv_addr, self.base / "proxy").start()
         call_command("migrate", verbosity=0)
         users = self._prepare_database()
         self.log(
@@ -92,6 +96,7 @@ class Demo:
         )
         self.harness = Harness(runtime, self.rocketmq.namesrv_addr, self.base / "harness", name="demo-traffic")
         _start_traffic(self.harness, self.rocketmq)
+        _start_grpc_traffic(self.harness, self.proxy)
         self.log("Starting the Celery worker and beat, and Django ...")
         environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
         python = sys.executable
@@ -140,7 +145,11 @@ class Demo:
         ensure_roles()
         Cluster.objects.update_or_create(
             name=settings.ROCKETMQ_DEFAULT_CLUSTER_NAME,
-            defaults={"namesrv_addrs": self.rocketmq.namesrv_addr, "poll_interval": settings.ROCKETMQ_POLL_INTERVAL},
+            defaults={
+                "namesrv_addrs": self.rocketmq.namesrv_addr,
+                "proxy_addrs": self.proxy.remoting_address,
+                "poll_interval": settings.ROCKETMQ_POLL_INTERVAL,
+            },
         )
         users = {}
         for role in ROLES_FOR_DEMO:
@@ -155,6 +164,7 @@ class Demo:
             "url": f"http://127.0.0.1:{self.http_port}/",
             "namesrv": self.rocketmq.namesrv_addr,
             "brokers": {n: b.address for n, b in self.rocketmq.brokers.items()},
+            "proxy": {"grpc": self.proxy.grpc_endpoint, "remoting": self.proxy.remoting_address},
             "redis": settings.REDIS_URL,
             "redis_started": self.redis is not None,
             "children": {p.name: p.pid for p in self._all_processes()},
@@ -165,6 +175,8 @@ class Demo:
         found = list(self.processes)
         if self.harness:
             found.append(self.harness.process)
+        if self.proxy and self.proxy.process:
+            found.append(self.proxy.process)
         if self.rocketmq:
             found += self.rocketmq.processes()
         if self.redis:
@@ -256,6 +268,31 @@ def _start_traffic(harness: Harness, rocketmq: LocalRocketMQ) -> None:
     billing.stop()
 
 
+def _start_grpc_traffic(harness: Harness, proxy: LocalProxy) -> None:
+    """RocketMQ 5 SDK consumers through the proxy (POP): a healthy SimpleConsumer and PushConsumer,
+    and a slow SimpleConsumer that leaves two messages in three unacked (in flight)."""
+    from consumers.rocketmq import AdminClient
+    from consumers.rocketmq.models import TopicConfig
+
+    async def create_topic():
+        async with AdminClient(proxy.namesrv_addr) as client:
+            masters = list((await client.topology.cluster_info()).masters().values())
+            config = TopicConfig("shipments", 2, 2, attributes={"message.type": "NORMAL"})
+            await client.actions.create_or_update_topic(config, masters)
+
+    import asyncio
+
+    asyncio.run(create_topic())
+    harness.produce("shipments", -1, rate=10, wait=False, quiet=True)
+    for group, kind, mode in (
+        ("shipments-tracker", "simple", "healthy"),
+        ("shipments-notifier", "push", "healthy"),
+        ("shipments-audit", "simple", "slow"),
+    ):
+        harness.grpc_consume(proxy.grpc_endpoint, group, "shipments", kind=kind, mode=mode)
+        time.sleep(2)  # a loaded 2-core machine: gRPC clients start a few seconds apart
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -296,6 +333,7 @@ def announce(demo: Demo, users: dict[str, str]) -> str:
     lines += [
         f"  RocketMQ     name server {demo.rocketmq.namesrv_addr}, brokers "
         + ", ".join(f"{n} {b.address}" for n, b in demo.rocketmq.brokers.items()),
+        f"  Proxy        gRPC {demo.proxy.grpc_endpoint}, remoting {demo.proxy.remoting_address} (cluster mode)",
         f"  Redis        {settings.REDIS_URL}{' (started by the demo)' if demo.redis else ''}",
         "  Celery       worker (prefork pool, 2 processes) and beat: a poll every "
         f"{settings.ROCKETMQ_POLL_INTERVAL} s; logs in {demo.base}",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROCKETMQ_VERSION = "5.3.3"
+# RocketMQ 5's own Java SDK (gRPC, through rocketmq-proxy), for the harness's gRPC consumers
+GRPC_CLIENT = "org.apache.rocketmq:rocketmq-client-java:5.0.7"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HARNESS_DIR = PROJECT_ROOT / "harness"
 
@@ -55,12 +57,24 @@ class Runtime:
     harness_jar: Path
 
     @property
+    def grpc_dir(self) -> Path:
+        """The gRPC SDK's shaded jar, on its own: it carries apache.rocketmq.v2 classes built
+        against its shaded protobuf, which must come before the proxy's rocketmq-proto jar, and
+        the proxy must never see them."""
+        return self.lib_dir.parent / "lib-grpc"
+
+    @property
     def classpath(self) -> str:
         return f"{self.harness_jar}{os.pathsep}{self.lib_dir}/*"
 
-    def java(self, main_class: str, args: list[str], *, home: Path, heap: str = "256m", extra=()) -> list[str]:
+    def java(
+        self, main_class: str, args: list[str], *, home: Path, heap: str = "256m", extra=(), grpc: bool = False
+    ) -> list[str]:
         """A java command line for one of our JVMs, with user.home (logs, stores, client
-        offsets) under `home` so every run is isolated."""
+        offsets) under `home` so every run is isolated; `grpc`: with the RocketMQ 5 SDK first."""
+        classpath = (
+            f"{self.harness_jar}{os.pathsep}{self.grpc_dir}/*{os.pathsep}{self.lib_dir}/*" if grpc else self.classpath
+        )
         return [
             java_executable(),
             f"-Xmx{heap}",
@@ -71,7 +85,7 @@ class Runtime:
             f"-Drocketmq.client.localOffsetStoreDir={home}/offsets",
             *extra,
             "-cp",
-            self.classpath,
+            classpath,
             main_class,
             *args,
         ]
@@ -99,8 +113,9 @@ def ensure_runtime(*, log=print) -> Runtime:
         if stamp.exists() and stamp.read_text() == wanted and runtime.harness_jar.exists():
             return runtime  # built by a parallel run while we waited
         log(f"Resolving Apache RocketMQ {ROCKETMQ_VERSION} and building the traffic harness with Maven ...")
-        if runtime.lib_dir.exists():
-            shutil.rmtree(runtime.lib_dir)
+        for folder in (runtime.lib_dir, runtime.grpc_dir):
+            if folder.exists():
+                shutil.rmtree(folder)
         command = [
             shutil.which("mvn") or "mvn",
             "-B",
@@ -113,9 +128,18 @@ def ensure_runtime(*, log=print) -> Runtime:
             "-DincludeScope=runtime",
             f"-DoutputDirectory={runtime.lib_dir}",
         ]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"Maven failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        grpc = [
+            *command[:6],
+            "dependency:copy",
+            f"-Dartifact={GRPC_CLIENT}",
+            f"-DoutputDirectory={runtime.grpc_dir}",
+        ]
+        for step in (command, grpc):
+            result = subprocess.run(step, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(
+                    f"Maven failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+                )
         shutil.copy2(HARNESS_DIR / "target" / "harness.jar", runtime.harness_jar)
         stamp.write_text(wanted)
     return runtime

@@ -54,6 +54,7 @@ class Harness:
                 [namesrv_addr],
                 home=home,
                 heap="384m",
+                grpc=True,
                 extra=[
                     "-Drmq.logback.configurationFile=rmq.client.logback.xml",
                     # the default 20 s rebalance wait would make new consumers look idle
@@ -83,6 +84,16 @@ class Harness:
         self._send({"cmd": "consume", "id": run.id, "group": group, "topic": topic, "mode": mode, **options})
         if wait_started:
             run.wait_started()
+        return run
+
+    def grpc_consume(self, endpoint: str, group: str, topic: str, *, kind: str = "simple", mode: str = "healthy",
+                     wait_started: bool = True, timeout: float = 90, **options) -> GrpcConsumerRun:  # fmt: skip
+        """A RocketMQ 5 SDK consumer (SimpleConsumer or PushConsumer) through the proxy at `endpoint`."""
+        run = GrpcConsumerRun(self, self._new_id("g"), group)
+        command = {"cmd": "grpc-consume", "id": run.id, "endpoint": endpoint, "group": group, "topic": topic}
+        self._send({**command, "kind": kind, "mode": mode, **options})
+        if wait_started:
+            run.wait_started(timeout)
         return run
 
     def close(self) -> None:
@@ -231,4 +242,26 @@ class ConsumerRun(_Run):
         self.harness.wait_for(lambda: predicate(self.deliveries), timeout, what or f"{self.id} deliveries")
 
 
-__all__ = ["ConsumerRun", "Harness", "HarnessError", "ProducerRun", "SentMessage", "StartupError"]
+class GrpcConsumerRun(ConsumerRun):
+    """Its counts are the client's own: received, acked, failed, in flight (received, not
+    acked, still invisible), distinct messages and the most deliveries of one."""
+
+    def status(self, timeout: float = 30) -> dict:
+        seen = len(self.events("status"))
+        self.harness._send({"cmd": "status", "id": self.id})
+        return self.harness.wait_for(
+            lambda: self.events("status")[seen] if len(self.events("status")) > seen else None, timeout, "status"
+        )
+
+    def wait_counts(self, predicate: Callable[[dict], bool], timeout: float = 60, what: str = "") -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = self.status()
+            if predicate(counts):
+                return counts
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{self.id} {what or 'counts'} not reached after {timeout}s: {counts}")
+            time.sleep(0.5)
+
+
+__all__ = ["ConsumerRun", "GrpcConsumerRun", "Harness", "HarnessError", "ProducerRun", "SentMessage", "StartupError"]

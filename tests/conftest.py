@@ -81,6 +81,11 @@ class ScopedTraffic:
         self.consumers.append(run)
         return run
 
+    def grpc_consume(self, endpoint: str, group: str, topic: str, **options):
+        run = self.harness.grpc_consume(endpoint, group, topic, **options)
+        self.consumers.append(run)
+        return run
+
     def close(self) -> None:
         for run in self.consumers:
             if not run.events("stopped"):

@@ -115,6 +115,8 @@ def row(m: Message, broker: str) -> dict:
         "msg_id": m.msg_id,
         "original_msg_id": original_id(m),
         "original_topic": m.original_topic,
+        # a POP consumer's retry topic it last failed on, when the original topic was read from it
+        "pop_retry_topic": m.stored_retry_topic if m.stored_retry_topic not in (None, m.original_topic) else None,
         "tags": m.tags,
         "keys": m.keys,
         "store_ms": m.store_timestamp,

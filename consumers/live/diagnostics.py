@@ -67,12 +67,51 @@ def message_model(progress: GroupProgress) -> str | None:
     return models.pop() if len(models) == 1 else None
 
 
+# how a group's clients consume, from what brokers and proxies report of them
+CONSUMPTION = {
+    "grpc-simple": "gRPC SimpleConsumer (POP, via proxy)",
+    "grpc-push": "gRPC PushConsumer (POP, via proxy)",
+    "push": "push (remoting)",
+    "pull": "pull (remoting)",
+    "pop": "POP (remoting)",
+}
+
+
+def consumption(progress: GroupProgress) -> str | None:
+    """grpc-simple, grpc-push (clients known only to a proxy), push or pull (remoting clients on
+    the brokers), pop; None: no client is known."""
+    from ..rocketmq.proxies import GRPC_KINDS
+
+    connection = progress.connection
+    if connection is None or not connection.connections:
+        return None
+    if progress.via_proxy:
+        return GRPC_KINDS.get(connection.consume_type or "", "grpc-push")
+    return {"CONSUME_PASSIVELY": "push", "CONSUME_ACTIVELY": "pull", "CONSUME_POP": "pop"}.get(
+        connection.consume_type or ""
+    )
+
+
 def diagnose(progress: GroupProgress) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     connection = progress.connection
     if connection is None or not connection.connections:
         return found
     found += _duplicate_client_ids(progress)
+    if progress.via_proxy:
+        # POP: the broker hands out messages per request; no client holds a queue, so "queue held
+        # by no client" and "idle client" do not apply
+        found.append(
+            Diagnostic(
+                "assigned-by-broker",
+                "info",
+                "RocketMQ 5 clients through rocketmq-proxy (POP): the broker assigns messages per request, so no "
+                "queue is held by a client. Lag counts messages nobody has taken yet; messages taken and not yet "
+                "acknowledged (in flight) are not in it.",
+            )
+        )
+        found += _different_subscriptions(progress)
+        return found
     model = message_model(progress)
     if model == "BROADCASTING":
         found.append(

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 
 from ..rocketmq import GroupProgress
 from ..rocketmq.codes import RETRY_PREFIX
-from .diagnostics import allocation_by_client, broadcast_offsets, diagnose, message_model, queue_label
+from .diagnostics import (
+    allocation_by_client,
+    broadcast_offsets,
+    consumption,
+    diagnose,
+    message_model,
+    queue_label,
+)
 from .health import Health, Sample
 from .lagtime import LagTime
 
@@ -54,6 +61,11 @@ class GroupDocument:
     clients: int | None = None
     message_model: str | None = None
     consume_type: str | None = None
+    # grpc-simple, grpc-push, push, pull, pop (diagnostics.CONSUMPTION); None: no client known
+    consumption: str | None = None
+    # not a consumer group: the broker made it when something was sent to this POP retry topic
+    # (%RETRY%{group}_{topic}: the broker takes what follows %RETRY% for a group name)
+    made_from_retry_topic: str | None = None
     topics: list[str] = field(default_factory=list)
     lag: int | None = None
     retry_lag: int | None = None
@@ -124,6 +136,32 @@ class BrokerState:
 
 
 @dataclass
+class ProxyState:
+    """A configured rocketmq-proxy as the last poll saw it: ok, failing (did not answer) or
+    unknown (the poll failed as a whole); `groups`: groups whose clients it knows."""
+
+    address: str
+    state: str = "ok"
+    error: str | None = None
+    groups: int | None = None
+    last_ok_at: float | None = None
+    failing_since: float | None = None
+
+
+def proxy_states(statuses: dict, previous: list[ProxyState], polled_at: float) -> list[ProxyState]:
+    before = {p.address: p for p in previous}
+    states = []
+    for address, status in sorted(statuses.items()):
+        old = before.get(address)
+        if status.error is None:
+            states.append(ProxyState(address, "ok", None, status.groups, polled_at, None))
+        else:
+            since = old.failing_since if old and old.state != "ok" and old.failing_since else polled_at
+            states.append(ProxyState(address, "failing", status.error, None, old.last_ok_at if old else None, since))
+    return states
+
+
+@dataclass
 class ClusterMeta:
     """How the cluster's last poll went. `status`: ok, degraded (a broker missing or failing,
     or part of some group unreadable) or failed (nothing readable)."""
@@ -139,10 +177,12 @@ class ClusterMeta:
     groups_incomplete: int = 0
     brokers: list[BrokerState] = field(default_factory=list)
     problems: list[dict] = field(default_factory=list)
+    proxies: list[ProxyState] = field(default_factory=list)
 
     def to_wire(self) -> dict:
         data = self.__dict__.copy()
         data["brokers"] = [b.__dict__.copy() for b in self.brokers]
+        data["proxies"] = [p.__dict__.copy() for p in self.proxies]
         return data
 
     @classmethod
@@ -150,6 +190,7 @@ class ClusterMeta:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["brokers"] = [BrokerState(**b) for b in data.get("brokers", [])]
+        values["proxies"] = [ProxyState(**p) for p in data.get("proxies", [])]
         return cls(**values)
 
 
@@ -189,6 +230,7 @@ def build_document(
         clients=len(connection.connections) if connection else (0 if progress.online is False else None),
         message_model=model,
         consume_type=connection.consume_type if connection else None,
+        consumption=consumption(progress),
         topics=progress.topics or subscribed or (previous.topics if previous else []),
         lag=_group_lag(main, broadcast, progress.complete),
         retry_lag=sum(q.lag for q in retry if q.lag is not None) if retry or progress.complete else None,
@@ -203,7 +245,14 @@ def build_document(
         allocation=allocation_by_client(progress),
         diagnostics=[d.to_wire() for d in diagnose(progress)],
         connections=[
-            {"client_id": c.client_id, "addr": c.client_addr, "language": c.language, "version": c.version_name}
+            {
+                "client_id": c.client_id,
+                "addr": c.client_addr,
+                "language": c.language,
+                # a proxy reports its own version for gRPC clients (it cannot parse theirs)
+                "version": None if progress.via_proxy else c.version_name,
+                "via": "proxy (gRPC)" if progress.via_proxy else "broker",
+            }
             for c in (connection.connections if connection else [])
         ],
         broadcast=broadcast,
@@ -338,3 +387,14 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         expired=[q.label for q in main if q.expired],
         complete=not doc.problems,
     )
+
+
+def mark_retry_topic_groups(docs: dict[str, GroupDocument]) -> None:
+    """Name the groups the broker created from POP retry-topic names: `{G}_{T}` (or `{G}+{T}`)
+    where G is a group here and T a topic it consumes. Linear in groups and topics."""
+    made = {f"{sep}".join((doc.group, topic)): doc.group for doc in docs.values() for topic in doc.topics
+            for sep in ("_", "+")}  # fmt: skip
+    for name, doc in docs.items():
+        owner = made.get(name)
+        if owner is not None and owner != name and not doc.online:
+            doc.made_from_retry_topic = f"%RETRY%{name}"

@@ -56,7 +56,9 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
 
 async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
     """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
-    snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
+    snapshot = await cluster_snapshot(
+        client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=cluster.proxy_list
+    )
     unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
     dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
     lag_times = await lagtime.measure(

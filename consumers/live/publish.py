@@ -69,10 +69,13 @@ def publish_poll(
         for group, progress in snapshot.groups.items()
     }
     docs.update(_unlisted(previous, snapshot, unreachable))
+    documents.mark_retry_topic_groups(docs)
     samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
     _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
-    degraded = incomplete or snapshot.problems or unreachable
+    old_meta = snapshots.read_meta(redis, cluster.pk)
+    proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
+    degraded = incomplete or snapshot.problems or unreachable or any(p.state != "ok" for p in proxies)
     meta = ClusterMeta(
         cluster_id=cluster.pk,
         name=cluster.name,
@@ -84,6 +87,7 @@ def publish_poll(
         groups_incomplete=incomplete,
         brokers=brokers.states,
         problems=[{"scope": p.scope, "target": p.target, "error": p.error} for p in snapshot.problems],
+        proxies=proxies,
     )
     snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
     history.append(cluster.name, history_tables(docs.values()))
@@ -99,6 +103,8 @@ def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: 
     meta = snapshots.read_meta(redis, cluster.pk) or ClusterMeta(cluster.pk, cluster.name, polled_at, 0.0, "failed")
     meta.polled_at, meta.duration, meta.status, meta.error = polled_at, round(duration, 3), "failed", error
     meta.brokers = [_unknown(b, error, polled_at) for b in meta.brokers]
+    meta.proxies = [dataclasses.replace(p, state="unknown", error=f"the poll failed: {error}", groups=None)
+                    for p in meta.proxies]  # fmt: skip
     snapshots.write_meta(redis, cluster.pk, meta)
     return PollResult(cluster.pk, "failed", duration=duration, error=error)
 

@@ -181,3 +181,22 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_PREFIX + group
+
+
+# POP retry topics are per group and topic (KeyBuilder): v1 "%RETRY%{group}_{topic}" (the
+# default), v2 "%RETRY%{group}+{topic}" (enableRetryTopicV2). A v1 name alone is ambiguous ("_"
+# is legal in names), so it is read back only knowing its group.
+POP_RETRY_SEPARATORS = ("_", "+")
+
+
+def pop_retry_topics(group: str, topic: str) -> list[str]:
+    return [f"{RETRY_PREFIX}{group}{sep}{topic}" for sep in POP_RETRY_SEPARATORS]
+
+
+def pop_retry_source(name: str, group: str) -> str | None:
+    """The topic a POP retry topic of `group` retries (None: not one of its POP retry topics)."""
+    for sep in POP_RETRY_SEPARATORS:
+        prefix = f"{RETRY_PREFIX}{group}{sep}"
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix) :]
+    return None

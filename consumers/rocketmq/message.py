@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import lz4.frame
 import zstandard
 
+from .codes import DLQ_PREFIX, pop_retry_source
 from .errors import ProtocolError
 
 MAGIC_V1 = -626843481  # 0xDAA320A7: topic length is one byte
@@ -96,8 +97,19 @@ class Message:
 
     @property
     def original_topic(self) -> str:
-        """For retried and dead messages, the topic the message was first sent to."""
-        return self.properties.get("RETRY_TOPIC") or self.topic
+        """For retried and dead messages, the topic the message was first sent to. A POP
+        consumer's dead letter (RocketMQ 5 gRPC clients) stores its group's POP retry topic
+        (%RETRY%{group}_{topic}) there when it failed on a redelivery: the topic is read back
+        from it, with the group taken from the DLQ the message lies in."""
+        stored = self.properties.get("RETRY_TOPIC") or self.topic
+        if self.topic.startswith(DLQ_PREFIX):
+            return pop_retry_source(stored, self.topic[len(DLQ_PREFIX) :]) or stored
+        return stored
+
+    @property
+    def stored_retry_topic(self) -> str | None:
+        """The RETRY_TOPIC property as the broker stored it (a POP retry topic, for POP groups)."""
+        return self.properties.get("RETRY_TOPIC")
 
 
 def decode_messages(data: bytes, *, max_body: int = MAX_INFLATED_BODY) -> list[Message]:

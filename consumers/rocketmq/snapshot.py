@@ -29,6 +29,7 @@ from .models import (
     TopicStatsTable,
     is_system_group,
 )
+from .proxies import ProxyStatus, read_proxies
 from .remoting import deadline
 
 # A broker waits up to 10 s for a client to answer a running-info call.
@@ -39,7 +40,7 @@ RUNNING_INFO_TIMEOUT = 12.0
 class Problem:
     """Something we could not read, and why."""
 
-    scope: str  # route, broker, connection, running-info, topic-stats, group, namesrv
+    scope: str  # route, broker, connection, running-info, topic-stats, group, namesrv, proxy
     target: str  # the broker, client or topic concerned
     error: str
     error_type: str
@@ -87,6 +88,9 @@ class GroupProgress:
     consume_tps: float | None = None
     connection: ConsumerConnection | None = None
     online: bool | None = None  # None: could not be determined
+    # its clients are known only to rocketmq-proxy (RocketMQ 5 gRPC consumers, POP): the broker
+    # assigns messages per request, so there is no per-queue holder and no running info
+    via_proxy: bool = False
     running_info: dict[str, ConsumerRunningInfo] = field(default_factory=dict)
     brokers: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -140,6 +144,7 @@ class ClusterSnapshot:
     brokers: dict[str, BrokerStatus]
     groups: dict[str, GroupProgress]
     problems: list[Problem] = field(default_factory=list)
+    proxies: dict[str, ProxyStatus] = field(default_factory=dict)
 
 
 async def group_progress(client, group: str, *, running_info: bool = True) -> GroupProgress:
@@ -155,6 +160,7 @@ async def cluster_snapshot(
     running_info: bool = True,
     include_system_groups: bool = False,
     broker_deadline: float | None = None,
+    proxies: list[str] = (),
 ) -> ClusterSnapshot:
     """Every group's progress. Raises only when the name server cannot be read at all.
 
@@ -186,8 +192,16 @@ async def cluster_snapshot(
         names.update(g for g in found if include_system_groups or not is_system_group(g))
     problems = [s.error for s in brokers.values() if s.error]
     unreadable = {s.name: s.error for s in brokers.values() if s.error}
+    proxy_status: dict[str, ProxyStatus] = {}
     progress = await read_groups(
-        client, sorted(names), masters=masters, running_info=running_info, unreadable=unreadable
+        client,
+        sorted(names),
+        masters=masters,
+        running_info=running_info,
+        unreadable=unreadable,
+        proxies=list(proxies),
+        proxy_status=proxy_status,
+        proxy_deadline=broker_deadline,
     )
     return ClusterSnapshot(
         fetched_at=fetched_at,
@@ -196,6 +210,7 @@ async def cluster_snapshot(
         brokers=brokers,
         groups=progress,
         problems=problems,
+        proxies=proxy_status,
     )
 
 
@@ -206,11 +221,16 @@ async def read_groups(
     masters: dict[str, str],
     running_info: bool = True,
     unreadable: dict[str, Problem] | None = None,
+    proxies: list[str] = (),
+    proxy_status: dict[str, ProxyStatus] | None = None,
+    proxy_deadline: float | None = None,
 ) -> dict[str, GroupProgress]:
     """The progress of every given group, read in pipelined phases over all of them.
 
     Brokers in `unreadable` (and any broker that times out on every request of the first
-    phase) are not asked again: each group on them gets that broker's problem instead."""
+    phase) are not asked again: each group on them gets that broker's problem instead.
+    Groups no broker knows a client of are asked of the `proxies` (gRPC clients); how each
+    proxy answered goes into `proxy_status`."""
     now = time.time()
     unreadable = dict(unreadable or {})
     result = {g: GroupProgress(group=g, fetched_at=now) for g in groups}
@@ -228,6 +248,10 @@ async def read_groups(
         progress.problems += [unreadable[b] for b in sorted(progress.brokers) if b in unreadable]
     connection_order = {g: [b for b in sorted(p.brokers) if b not in unreadable] for g, p in result.items()}
     relay = await _connections(client, result, connection_order)
+    if proxies:
+        statuses = await _proxy_connections(client, result, list(proxies), proxy_deadline)
+        if proxy_status is not None:
+            proxy_status.update(statuses)
     for group, progress in result.items():
         if progress.brokers and not offsets[group] and _all_failed(progress):
             progress.problems.append(
@@ -326,6 +350,24 @@ async def _connections(client, result: dict[str, GroupProgress], order: dict[str
         if group in last_error:
             result[group].problems.append(Problem.of("connection", group, last_error[group]))
     return relay
+
+
+async def _proxy_connections(
+    client, result: dict[str, GroupProgress], proxies: list[str], proxy_deadline: float | None
+) -> dict[str, ProxyStatus]:
+    offline = sorted(g for g, p in result.items() if p.online is False)
+    statuses, found = await read_proxies(client, offline, proxies, proxy_deadline=proxy_deadline)
+    for group in offline:
+        connection, errors = found[group]
+        progress = result[group]
+        if connection is not None:
+            progress.connection, progress.online, progress.via_proxy = connection, True, True
+        elif errors:
+            progress.online = None  # its clients may be on the proxy that did not answer
+            progress.problems += [
+                Problem("proxy", address, error, "ProxyUnreadable") for address, error in errors.items()
+            ]
+    return statuses
 
 
 async def _running_info(client, result: dict[str, GroupProgress], relay: dict[str, str]) -> None:

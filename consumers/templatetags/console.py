@@ -123,3 +123,11 @@ def hide_bodies_for(data, user):
     from ..roles import hide_bodies
 
     return hide_bodies(user, data)
+
+
+@register.filter
+def consumption_label(value) -> str:
+    """How a group's clients consume, in words (diagnostics.CONSUMPTION); "—" with no client."""
+    from ..live.diagnostics import CONSUMPTION
+
+    return CONSUMPTION.get(value, value) if value else "—"

@@ -168,3 +168,20 @@ def test_addresses_split_on_the_last_colon():
     assert split_address("[::1]:9876") == ("::1", 9876)
     with pytest.raises(ProtocolError):
         split_address("nohost")
+
+
+@pytest.mark.parametrize(
+    ("dlq", "stored", "original"),
+    [
+        ("%DLQ%G-pay", "orders", "orders"),  # a classic consumer's, or a POP first delivery's
+        ("%DLQ%G-pay", "%RETRY%G-pay_orders", "orders"),  # POP retry topic, v1
+        ("%DLQ%G-pay", "%RETRY%G-pay+orders_eu", "orders_eu"),  # v2
+        ("%DLQ%G_a", "%RETRY%G_a_b_c", "b_c"),  # underscores in both: the group decides
+        ("%DLQ%G-pay", "%RETRY%G-other_orders", "%RETRY%G-other_orders"),  # another group's: left as stored
+        ("%DLQ%G-pay", "%RETRY%G-pay", "%RETRY%G-pay"),  # the classic retry topic is no POP one
+    ],
+)
+def test_a_pop_dead_letters_original_topic_is_read_back_from_its_groups_retry_topic(dlq, stored, original):
+    record = encode_stored_message(topic=dlq, body=b"x", properties={"RETRY_TOPIC": stored}, queue_id=0)
+    [message] = decode_messages(record)
+    assert message.original_topic == original and message.stored_retry_topic == stored

@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * Traffic for tests and the demo. Reads one JSON command per line on stdin:
  *   {"cmd":"produce", "id":..., "topic":..., "count":...}          see Producers
  *   {"cmd":"consume", "id":..., "group":..., "topic":..., "mode":...} see Scenario
+ *   {"cmd":"grpc-consume", "id":..., "endpoint":..., "kind":"simple|push", ...} see GrpcScenario
  *   {"cmd":"stop", "id":...}      shut one consumer down (its offsets are persisted)
  *   {"cmd":"release", "id":...}   let a stalled consumer go on
  *   {"cmd":"status", "id":...}    counts so far
@@ -75,6 +76,11 @@ public final class Harness {
                     register(scenario);
                     scenario.start();
                     break;
+                case "grpc-consume":
+                    GrpcScenario grpc = buildGrpc(command);
+                    register(grpc);
+                    grpc.start();
+                    break;
                 case "stop":
                     worker(id).stop();
                     break;
@@ -90,6 +96,20 @@ public final class Harness {
         } catch (Exception e) {
             Events.error(id, "command failed: " + command.getString("cmd"), e);
         }
+    }
+
+    /** On a loaded machine a gRPC client's start can time out (DEADLINE_EXCEEDED): try again. */
+    private static GrpcScenario buildGrpc(JSONObject command) throws Exception {
+        Exception last = null;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            try {
+                return new GrpcScenario(command);
+            } catch (Exception e) {
+                last = e;
+                Thread.sleep(2000);
+            }
+        }
+        throw last;
     }
 
     private void register(Worker worker) {

@@ -1,0 +1,124 @@
+"""RocketMQ 5's own clients, seen truthfully: a real rocketmq-proxy in cluster mode beside the
+session's brokers, the official gRPC Java SDK (rocketmq-client-java 5.x) through it. Truth:
+the clients' own counts, and mqadmin pointed at the proxy (`consumerConnection -b`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from consumers.live import snapshots
+from consumers.live.poll import poll_cluster
+from consumers.models import Cluster
+from devstack.mqadmin import parse_consumer_connection, parse_consumer_progress
+from devstack.proxy import LocalProxy
+from tests.conftest import SESSION_DIR
+from tests.support.scenarios import wait
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def proxy(rmq_runtime, rocketmq):
+    local = LocalProxy(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "proxy").start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture
+def cluster(db, redis, history_dir, namesrv, proxy, settings):
+    settings.ROCKETMQ_POLL_DEADLINE = 12
+    return Cluster.objects.create(name="local", namesrv_addrs=namesrv, proxy_addrs=proxy.remoting_address)
+
+
+def grpc_topic(mqadmin, topic: str) -> str:
+    """A topic gRPC clients may use: its message type is set (NORMAL)."""
+    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2", "-a", "+message.type=NORMAL")
+    return topic
+
+
+def proxy_clients(mqadmin, proxy, group: str) -> set[str]:
+    """What mqadmin reads from the proxy's remoting port: the oracle for who is online."""
+    result = mqadmin.run("consumerConnection", "-g", group, "-b", proxy.remoting_address, check=False)
+    return {c.client_id for c in parse_consumer_connection(result.out).connections}
+
+
+def doc_of(redis, cluster, group):
+    return snapshots.read_detail(redis, cluster.pk, group)
+
+
+def test_grpc_consumers_are_online_with_their_clients_and_kind_and_stopped_when_they_stop(
+    cluster, redis, proxy, mqadmin, traffic, names, viewer_client
+):
+    topic = grpc_topic(mqadmin, names.topic("grpc"))
+    simple_group, push_group = names.group("simple"), names.group("push")
+    for group in (simple_group, push_group):
+        mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    simple = traffic.grpc_consume(proxy.grpc_endpoint, simple_group, topic, kind="simple")
+    push = traffic.grpc_consume(proxy.grpc_endpoint, push_group, topic, kind="push")
+    time.sleep(5)  # a new POP group starts at the end of each queue on its first pop: let them pop first
+    traffic.produce(topic, 40)
+    simple.wait_counts(lambda c: c["acked"] >= 40, 90, "simple acked 40")
+    push.wait_counts(lambda c: c["acked"] >= 40, 90, "push acked 40")
+
+    # the brokers know no client of these groups: only the proxy does
+    theirs = {g: proxy_clients(mqadmin, proxy, g) for g in (simple_group, push_group)}
+    assert theirs[simple_group] == {simple.client_id} and theirs[push_group] == {push.client_id}
+    assert poll_cluster(cluster).status == "ok"
+    for group, kind in ((simple_group, "grpc-simple"), (push_group, "grpc-push")):
+        doc = doc_of(redis, cluster, group)
+        assert (doc.online, doc.clients, doc.consumption) == (True, 1, kind), (group, doc.online, doc.problems)
+        assert {c["client_id"] for c in doc.connections} == theirs[group]
+        assert all(c["via"] == "proxy (gRPC)" and c["language"] == "JAVA" for c in doc.connections)
+        assert doc.health["state"] != "STOPPED", doc.health
+        codes = {d["kind"] for d in doc.diagnostics}
+        assert "assigned-by-broker" in codes and not codes & {"unheld-queues", "clients-without-queues"}, codes
+        # lag as mqadmin reads it on the brokers (POP: messages nobody has taken)
+        progress = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group, "-t", topic).out)
+        assert doc.lag == sum(r.diff for r in progress.rows if r.topic == topic)
+    page = viewer_client.get(f"/groups/local/{simple_group}/").content.decode()
+    assert 'data-consumption="grpc-simple"' in page and "gRPC SimpleConsumer" in page and "proxy (gRPC)" in page
+    listing = viewer_client.get("/groups/").content.decode()
+    assert 'data-consumption="grpc-push"' in listing
+    clusters = viewer_client.get("/clusters/").content.decode()
+    assert f'data-proxy="{proxy.remoting_address}" data-state="ok"' in clusters
+
+    # a stopped client: offline as soon as the proxy forgets it, STOPPED once messages wait
+    simple.stop()
+    wait(lambda: not proxy_clients(mqadmin, proxy, simple_group), 60, "the proxy dropped the stopped client")
+    traffic.produce(topic, 20)
+    assert poll_cluster(cluster).status == "ok"
+    doc = doc_of(redis, cluster, simple_group)
+    assert doc.online is False and doc.clients == 0 and doc.lag >= 1
+    assert doc.health["state"] == "STOPPED", doc.health
+    push.stop()
+
+
+def test_a_dead_proxy_makes_grpc_groups_unknown_not_stopped_while_the_brokers_stay_fresh(
+    cluster, redis, proxy, mqadmin, traffic, names, rmq_runtime, rocketmq
+):
+    topic = grpc_topic(mqadmin, names.topic("grpc-dead"))
+    group = names.group("grpc-dead")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple")
+    time.sleep(5)
+    traffic.produce(topic, 10)
+    consumer.wait_counts(lambda c: c["acked"] >= 10, 90, "acked 10")
+    assert poll_cluster(cluster).status == "ok" and doc_of(redis, cluster, group).online is True
+    proxy.kill()
+    try:
+        traffic.produce(topic, 10)  # lag now: a dead proxy must not make the group look STOPPED
+        result = poll_cluster(cluster)
+        assert result.status == "degraded"
+        doc = doc_of(redis, cluster, group)
+        assert doc.online is None and doc.health["state"] == "UNKNOWN", (doc.online, doc.health)
+        assert any(p["scope"] == "proxy" and p["target"] == proxy.remoting_address for p in doc.problems)
+        assert doc.lag >= 10 and not doc.stale  # the brokers were read: fresh numbers
+        meta = snapshots.read_meta(redis, cluster.pk)
+        [state] = meta.proxies
+        assert state.state == "failing" and state.error and state.failing_since >= meta.polled_at - 1
+        assert {b.state for b in meta.brokers} == {"ok"}
+    finally:
+        consumer.stop()
+        proxy.start()  # the module's other tests need it
