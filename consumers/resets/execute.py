@@ -85,7 +85,7 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
     result = dict(request.result)
     try:
         if "replaced" not in result:
-            state = run_on_cluster(cluster, lambda c: _read_group(c, group))
+            state = run_on_cluster(cluster, lambda c: _read_group(c, group, cluster.proxy_list))
             current = {r["label"]: state.committed.get(_queue(r)) for r in rows}
             result.update(replaced=current, online=state.online, clients=state.clients, applied={}, failed={})
             if request.params.get("strategy") == "latest":
@@ -164,8 +164,8 @@ def _queue(row: dict) -> MessageQueue:
     return MessageQueue(row["topic"], row["broker"], row["queue_id"])
 
 
-async def _read_group(client: AdminClient, group: str) -> GroupOffsets:
-    return await read_group(client, group, (await client.topology.cluster_info(max_age=5.0)).masters())
+async def _read_group(client: AdminClient, group: str, proxies: list[str] = ()) -> GroupOffsets:
+    return await read_group(client, group, (await client.topology.cluster_info(max_age=5.0)).masters(), proxies)
 
 
 async def _committed(client: AdminClient, group: str, rows: list[dict]) -> dict[str, int | None]:
@@ -177,7 +177,7 @@ async def _max_offsets(client: AdminClient, rows: list[dict]) -> dict[str, int]:
     return {r["label"]: await client.progress.max_offset(_queue(r)) for r in rows}
 
 
-async def _apply(client: AdminClient, group: str, batch: list[dict], targets: dict, *, online: bool) -> dict:
+async def _apply(client: AdminClient, group: str, batch: list[dict], targets: dict, *, online: bool | None) -> dict:
     """Set each queue of the batch; label -> None when done, else the error."""
     outcome: dict[str, str | None] = {}
     for row in batch:
@@ -185,7 +185,7 @@ async def _apply(client: AdminClient, group: str, batch: list[dict], targets: di
         try:
             if await client.actions.uses_server_side_reset(mq.broker_name):
                 await client.actions.reset_queue_offset(group, mq, target)
-            elif not online:
+            elif online is False:  # unknown (a proxy unreadable) is not offline
                 await client.actions.update_consumer_offset(group, mq, target)
             else:
                 raise RocketMQError(

@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFound
-from ..rocketmq.codes import RETRY_PREFIX, retry_topic
+from ..rocketmq.codes import RETRY_PREFIX, pop_retry_topics, retry_topic
 from ..rocketmq.models import MessageQueue
+from ..rocketmq.proxies import read_proxies
 from .strategies import InvalidReset, QueueState, compute_targets, totals, validate_params
 
 
@@ -24,12 +25,15 @@ class GroupOffsets:
 
     exists: bool
     committed: dict[MessageQueue, int]
-    online: bool
+    online: bool | None  # None: a proxy that might know its clients could not be read
     clients: list[str]
     subscribed: list[str]
 
 
-async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -> GroupOffsets:
+async def read_group(client: AdminClient, group: str, masters: dict[str, str], proxies: list[str] = ()) -> GroupOffsets:
+    """A group's committed offsets and clients. Clients come from the brokers, or, when no broker
+    knows one, from the cluster's proxies (RocketMQ 5 gRPC consumers): online None when a proxy
+    could not be read and none knew a client (unknown, not offline)."""
     stats = await client.progress.consume_stats_many([(group, address) for address in masters.values()])
     committed: dict[MessageQueue, int] = {}
     for answer in stats:
@@ -46,7 +50,15 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -
         online, clients = bool(connection.connections), connection.client_ids
         subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
         break
-    exists = bool(committed) or online
+    if not online and proxies:
+        _, found = await read_proxies(client, [group], list(proxies))
+        connection, errors = found[group]
+        if connection is not None:
+            online, clients = True, connection.client_ids
+            subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
+        elif errors:
+            online = None
+    exists = bool(committed) or bool(online)
     if not exists:
         # only a group with neither offsets nor clients costs the (large) list of every group config
         configs = await asyncio.gather(*(client.topology.subscription_groups(a) for a in masters.values()))
@@ -54,12 +66,14 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str]) -
     return GroupOffsets(exists, committed, online, clients, sorted(subscribed))
 
 
-async def read_preview(client: AdminClient, group: str, params: dict, *, now_ms: int | None = None) -> dict:
+async def read_preview(
+    client: AdminClient, group: str, params: dict, *, now_ms: int | None = None, proxies: list[str] = ()
+) -> dict:
     """The plan of a reset: validated parameters, per-queue rows and totals (JSON-ready)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     params = validate_params(params, now_ms=now_ms)
     masters = (await client.topology.cluster_info(max_age=5.0)).masters()
-    state = await read_group(client, group, masters)
+    state = await read_group(client, group, masters, proxies)
     if not state.exists:
         raise InvalidReset(f"no consumer group {group!r} on this cluster")
     consumed = sorted({mq.topic for mq in state.committed if not mq.topic.startswith(RETRY_PREFIX)})
@@ -71,7 +85,11 @@ async def read_preview(client: AdminClient, group: str, params: dict, *, now_ms:
     if not topics:
         raise InvalidReset(f"{group} has no committed offsets and no online client: no topic to reset")
     if params["include_retry"]:
-        topics = [*topics, retry_topic(group)]
+        # a POP group (RocketMQ 5 clients) retries through one topic per group and topic
+        # (%RETRY%{group}_{topic}); a classic group through %RETRY%{group}
+        committed_topics = {mq.topic for mq in state.committed}
+        pop = [t for topic in topics for t in pop_retry_topics(group, topic) if t in committed_topics]
+        topics = [*topics, *(pop or [retry_topic(group)])]
     queues, unreadable = await _queue_states(client, topics, state.committed)
     found = await _found_by_time(client, queues, params["timestamp_ms"]) if params["strategy"] == "time" else {}
     source = await _source_offsets(client, params, masters) if params["strategy"] == "copy" else {}

@@ -20,7 +20,11 @@ def preview(cluster: Cluster, group: str, params: dict) -> dict:
     """The plan of a reset as the broker stands now, with every known broker it could not read
     (failing, or missing from the name server) named: its queues stay as they are, and the
     approver must say so (see workflow.approve). Raises InvalidReset for bad input."""
-    plan = run_on_cluster(cluster, lambda c: read_preview(c, group, params), seconds=settings.RESET_PREVIEW_DEADLINE)
+    plan = run_on_cluster(
+        cluster,
+        lambda c: read_preview(c, group, params, proxies=cluster.proxy_list),
+        seconds=settings.RESET_PREVIEW_DEADLINE,
+    )
     plan["unreadable"] = _unreadable(cluster, group, plan)
     return plan
 

@@ -122,3 +122,44 @@ def test_a_dead_proxy_makes_grpc_groups_unknown_not_stopped_while_the_brokers_st
     finally:
         consumer.stop()
         proxy.start()  # the module's other tests need it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_of_a_grpc_group_is_previewed_online_and_verified_by_what_the_client_received(
+    cluster, redis, proxy, mqadmin, traffic, names, personas, settings
+):
+    from consumers.changes.models import State
+    from consumers.changes.workflow import approve
+    from consumers.core import Actor
+    from consumers.resets import execute
+    from consumers.resets.services import request_reset
+
+    settings.RESET_VERIFY_SECONDS = 10
+    topic = grpc_topic(mqadmin, names.topic("grpc-reset"))
+    group = names.group("grpc-reset")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="push")
+    time.sleep(5)
+    traffic.produce(topic, 40)
+    consumer.wait_counts(lambda c: c["acked"] >= 40, 90, "acked 40")
+    wait(lambda: sum(r.diff for r in _progress(mqadmin, group, topic)) == 0, 30, "the pops are committed")
+    request = request_reset(
+        actor=Actor(personas["operator"]), cluster=cluster, group=group, params={"strategy": "shift", "shift": -5},
+        reason="replay the last five of each queue",
+    )  # fmt: skip
+    assert request.plan["online"] is True and request.plan["clients"] == [consumer.client_id]
+    assert request.plan["totals"][topic]["reconsumed"] == 20  # 4 queues
+    before = consumer.status()["received"]
+    approve(request, actor=Actor(personas["approver"]))
+    done = execute.execute_reset(request.pk)
+    assert done.state == State.DONE, done.result
+    assert all(check["ok"] for check in done.result["verification"].values())
+    # the client's own count: exactly the 20 replayed messages came again, nothing more
+    counts = consumer.wait_counts(lambda c: c["received"] >= before + 20, 60, "the replay arrived")
+    time.sleep(3)
+    assert consumer.status()["received"] == before + 20 and counts["distinct"] == 40
+
+
+def _progress(mqadmin, group: str, topic: str):
+    return [r for r in parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group, "-t", topic).out).rows
+            if r.topic == topic]  # fmt: skip
