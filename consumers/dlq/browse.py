@@ -121,6 +121,7 @@ def row(m: Message, broker: str) -> dict:
         "keys": m.keys,
         "store_ms": m.store_timestamp,
         "reconsume_times": m.reconsume_times,
+        "deliveries": m.deliveries,
         "body_size": len(m.body),
     }
 

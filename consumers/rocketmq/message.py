@@ -107,6 +107,16 @@ class Message:
         return stored
 
     @property
+    def deliveries(self) -> int:
+        """How many times consumers got a dead letter before it went to the DLQ. A classic
+        consumer's send-back stores one more than the retries it had (its deliveries); a POP
+        message (RocketMQ 5 clients) is revived once more after its last delivery and carries
+        1ST_POP_TIME from its first revive, so it stores one more than its deliveries."""
+        if "1ST_POP_TIME" in self.properties:
+            return max(1, self.reconsume_times - 1)
+        return self.reconsume_times
+
+    @property
     def stored_retry_topic(self) -> str | None:
         """The RETRY_TOPIC property as the broker stored it (a POP retry topic, for POP groups)."""
         return self.properties.get("RETRY_TOPIC")

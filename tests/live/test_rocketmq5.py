@@ -163,3 +163,31 @@ def test_a_reset_of_a_grpc_group_is_previewed_online_and_verified_by_what_the_cl
 def _progress(mqadmin, group: str, topic: str):
     return [r for r in parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group, "-t", topic).out).rows
             if r.topic == topic]  # fmt: skip
+
+
+def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries(
+    cluster, redis, proxy, mqadmin, traffic, names, viewer_client
+):
+    """A SimpleConsumer that never acks, max attempts 3 (retryMaxTimes 2): each message is
+    delivered three times (the client's own count), then dead-lettered with its POP retry
+    topic as origin and reconsume times 4."""
+    topic = grpc_topic(mqadmin, names.topic("grpc-dlq"))
+    group = names.group("grpc-dlq")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "2")
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="failing",
+                                    invisibleSeconds=10)  # fmt: skip
+    time.sleep(5)
+    traffic.produce(topic, 3)
+
+    def dead() -> list[dict]:
+        answer = viewer_client.get(f"/api/dlq/local/{group}/messages/")
+        return answer.json().get("messages", []) if answer.status_code == 200 else []
+
+    wait(lambda: len(dead()) == 3, 150, "three dead letters")
+    counts = consumer.status()
+    assert counts["distinct"] == 3 and counts["maxDeliveries"] == 3 and counts["acked"] == 0, counts
+    rows = dead()
+    assert {r["original_topic"] for r in rows} == {topic}  # not %RETRY%{group}_{topic}
+    assert {r["deliveries"] for r in rows} == {3}, [(r["deliveries"], r["reconsume_times"]) for r in rows]
+    assert all(r["pop_retry_topic"] in (f"%RETRY%{group}_{topic}", f"%RETRY%{group}+{topic}") for r in rows)
+    consumer.stop()

@@ -185,3 +185,17 @@ def test_a_pop_dead_letters_original_topic_is_read_back_from_its_groups_retry_to
     record = encode_stored_message(topic=dlq, body=b"x", properties={"RETRY_TOPIC": stored}, queue_id=0)
     [message] = decode_messages(record)
     assert message.original_topic == original and message.stored_retry_topic == stored
+
+
+@pytest.mark.parametrize(
+    ("properties", "stored", "deliveries"),
+    [
+        ({}, 3, 3),  # classic: maxReconsumeTimes 2, three deliveries, send-back stores 2 + 1
+        ({"1ST_POP_TIME": "1700000000000"}, 4, 3),  # POP, max attempts 3: revived a third time, then DLQ
+        ({"1ST_POP_TIME": "1700000000000"}, 1, 1),  # never below one
+    ],
+)
+def test_deliveries_of_a_dead_letter_classic_and_pop(properties, stored, deliveries):
+    record = encode_stored_message(topic="%DLQ%G", body=b"x", properties=properties, reconsume_times=stored)
+    [message] = decode_messages(record)
+    assert message.deliveries == deliveries
