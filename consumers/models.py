@@ -47,6 +47,13 @@ class Cluster(models.Model):
         help_text="rocketmq-proxy remoting addresses (cluster mode), host:port separated by ';': "
         "the brokers know no gRPC client, only the proxies do",
     )
+    broker_metrics = models.CharField(
+        "broker metrics URLs",
+        max_length=1000,
+        blank=True,
+        help_text="the brokers' Prometheus endpoints (metricsExporterType=PROM), for POP messages in flight: "
+        "'broker-a=http://host:5557/metrics; ...', or '*=http://{host}:5557/metrics' for every broker",
+    )
     access_key = models.CharField(max_length=200, blank=True, help_text="ACL access key, if the cluster uses ACL")
     secret_key = models.CharField(max_length=200, blank=True, help_text="ACL secret key; never shown again")
     read_only = models.BooleanField(default=False, help_text="No resets or redrives on this cluster")

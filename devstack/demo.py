@@ -86,6 +86,7 @@ class Demo:
             base_dir=self.base / "rocketmq",
             namesrv_port=self.namesrv_port,
             broker_ports=self.broker_ports,
+            metrics=True,
         ).start()
         self.log("Starting rocketmq-proxy (cluster mode) for the RocketMQ 5 gRPC clients ...")
         self.proxy = LocalProxy(runtime, self.rocketmq.namesrv_addr, self.base / "proxy").start()
@@ -148,6 +149,7 @@ class Demo:
             defaults={
                 "namesrv_addrs": self.rocketmq.namesrv_addr,
                 "proxy_addrs": self.proxy.remoting_address,
+                "broker_metrics": self.rocketmq.metrics_urls,
                 "poll_interval": settings.ROCKETMQ_POLL_INTERVAL,
             },
         )

@@ -41,7 +41,9 @@ def rmq_runtime():
 
 @pytest.fixture(scope="session")
 def rocketmq(rmq_runtime):
-    cluster = LocalRocketMQ(rmq_runtime, broker_names=("broker-a", "broker-b"), base_dir=SESSION_DIR / "rocketmq")
+    cluster = LocalRocketMQ(
+        rmq_runtime, broker_names=("broker-a", "broker-b"), base_dir=SESSION_DIR / "rocketmq", metrics=True
+    )
     cluster.start()
     yield cluster
     cluster.stop()

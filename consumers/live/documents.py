@@ -66,6 +66,10 @@ class GroupDocument:
     # not a consumer group: the broker made it when something was sent to this POP retry topic
     # (%RETRY%{group}_{topic}: the broker takes what follows %RETRY% for a group name)
     made_from_retry_topic: str | None = None
+    # POP groups: messages taken and not yet acked (the brokers' metrics); None: unknown (why:
+    # in_flight_note). Not part of `lag`, which counts only what nobody has taken.
+    in_flight: int | None = None
+    in_flight_note: str | None = None
     topics: list[str] = field(default_factory=list)
     lag: int | None = None
     retry_lag: int | None = None
@@ -201,6 +205,8 @@ def build_document(
     dlq_count: int | None,
     previous: GroupDocument | None,
     unreachable: dict[str, str] | None = None,
+    in_flight: dict[str, int] | None = None,
+    in_flight_note: str | None = None,
 ) -> GroupDocument:
     """The document of one group from this poll, health still to be set.
 
@@ -231,6 +237,7 @@ def build_document(
         message_model=model,
         consume_type=connection.consume_type if connection else None,
         consumption=consumption(progress),
+        **_in_flight(progress, in_flight, in_flight_note),
         topics=progress.topics or subscribed or (previous.topics if previous else []),
         lag=_group_lag(main, broadcast, progress.complete),
         retry_lag=sum(q.lag for q in retry if q.lag is not None) if retry or progress.complete else None,
@@ -266,6 +273,16 @@ def build_document(
     ]
     doc.warnings = sum(1 for d in doc.diagnostics if d["severity"] == "warn")
     return doc
+
+
+def _in_flight(progress: GroupProgress, found: dict[str, int] | None, note: str | None) -> dict:
+    if not progress.via_proxy:
+        return {}
+    if found is None:
+        return {"in_flight": None, "in_flight_note": f"unknown: {note}"}
+    if progress.group not in found:
+        return {"in_flight": None, "in_flight_note": "unknown: the brokers' metrics have no figure for this group"}
+    return {"in_flight": found[progress.group], "in_flight_note": None}
 
 
 def _consume_tps(progress: GroupProgress, model: str | None) -> tuple[float | None, str | None]:

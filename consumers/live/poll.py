@@ -19,7 +19,7 @@ from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
-from . import brokers, lagtime, snapshots
+from . import brokers, inflight, lagtime, snapshots
 from .config import default_thresholds, history_store
 from .history import HistoryStore
 from .publish import PollReading, PollResult, publish_failure, publish_poll
@@ -69,4 +69,19 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
         cache_key=snapshots.key(cluster.pk, "lagtime"),
         budget=settings.ROCKETMQ_LAGTIME_BUDGET,
     )
-    return PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts)
+    reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts)
+    if cluster.broker_metrics:
+        reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
+    return reading
+
+
+async def _in_flight(cluster: Cluster, snapshot) -> tuple[dict[str, int] | None, str | None]:
+    """POP messages in flight per group, from every broker's metrics, or None and why: a sum
+    that misses a broker would be a smaller number that looks complete."""
+    readable = {s.name: s.address for s in snapshot.brokers.values() if not s.error}
+    urls = inflight.metrics_urls(cluster.broker_metrics, readable)
+    totals, errors = await inflight.read(urls, timeout=settings.ROCKETMQ_BROKER_DEADLINE)
+    errors.update({b: "no metrics URL, or the broker itself unreadable" for b in snapshot.brokers if b not in urls})
+    if errors:
+        return None, "broker metrics not read: " + "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))
+    return totals, None

@@ -32,6 +32,9 @@ class PollReading:
     polled_at: float
     lag_times: dict = field(default_factory=dict)
     dlq_counts: dict[str, int | None] = field(default_factory=dict)
+    # POP messages in flight per group from the brokers' metrics; None: not read (why: the note)
+    in_flight: dict[str, int] | None = None
+    in_flight_note: str | None = "broker metrics not enabled for this cluster (its broker metrics URLs)"
 
 
 @dataclass
@@ -65,6 +68,8 @@ def publish_poll(
             dlq_count=reading.dlq_counts.get(group),
             previous=previous.get(group),
             unreachable=unreachable,
+            in_flight=reading.in_flight,
+            in_flight_note=reading.in_flight_note,
         )
         for group, progress in snapshot.groups.items()
     }

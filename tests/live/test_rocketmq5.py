@@ -27,9 +27,11 @@ def proxy(rmq_runtime, rocketmq):
 
 
 @pytest.fixture
-def cluster(db, redis, history_dir, namesrv, proxy, settings):
+def cluster(db, redis, history_dir, namesrv, proxy, rocketmq, settings):
     settings.ROCKETMQ_POLL_DEADLINE = 12
-    return Cluster.objects.create(name="local", namesrv_addrs=namesrv, proxy_addrs=proxy.remoting_address)
+    return Cluster.objects.create(
+        name="local", namesrv_addrs=namesrv, proxy_addrs=proxy.remoting_address, broker_metrics=rocketmq.metrics_urls
+    )
 
 
 def grpc_topic(mqadmin, topic: str) -> str:
@@ -190,4 +192,31 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries(
     assert {r["original_topic"] for r in rows} == {topic}  # not %RETRY%{group}_{topic}
     assert {r["deliveries"] for r in rows} == {3}, [(r["deliveries"], r["reconsume_times"]) for r in rows]
     assert all(r["pop_retry_topic"] in (f"%RETRY%{group}_{topic}", f"%RETRY%{group}+{topic}") for r in rows)
+    consumer.stop()
+
+
+def test_messages_in_flight_of_a_slow_pop_group_equal_the_clients_own_count(
+    cluster, redis, proxy, mqadmin, traffic, names, viewer_client
+):
+    """A SimpleConsumer acking one message in three, the rest hidden for 60 s: lag (nobody has
+    taken them) is 0, in flight is what the client holds unacked, from the brokers' metrics."""
+    topic = grpc_topic(mqadmin, names.topic("grpc-slow"))
+    group = names.group("grpc-slow")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="slow", ackEvery=3,
+                                    invisibleSeconds=60)  # fmt: skip
+    time.sleep(5)
+    traffic.produce(topic, 30)
+    counts = consumer.wait_counts(lambda c: c["distinct"] == 30, 60, "all 30 received")
+    assert counts["inFlight"] == 20 and counts["acked"] == 10, counts
+    assert poll_cluster(cluster).status == "ok"
+    doc = doc_of(redis, cluster, group)
+    assert (doc.lag, doc.in_flight, doc.in_flight_note) == (0, consumer.status()["inFlight"], None), doc.in_flight_note
+    assert 'id="in-flight">20<' in viewer_client.get(f"/groups/local/{group}/").content.decode()
+    # without the brokers' metrics: unknown, and why, never 0
+    Cluster.objects.filter(pk=cluster.pk).update(broker_metrics="")
+    cluster.refresh_from_db()
+    assert poll_cluster(cluster).status == "ok"
+    doc = doc_of(redis, cluster, group)
+    assert doc.in_flight is None and "broker metrics not enabled" in doc.in_flight_note
     consumer.stop()
