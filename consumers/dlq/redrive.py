@@ -54,7 +54,9 @@ def plan_redrive(
         raise ChangeRefused("redriving to another topic needs the topic")
     if RedriveJob.objects.filter(cluster=cluster, group=group, state__in=ACTIVE).exists():
         raise ChangeRefused(f"a redrive of %DLQ%{group} is already active: one job per DLQ at a time", 409)
-    counted = run_on_cluster(cluster, lambda c: _count(c, group, selection, target, target_topic.strip()))
+    counted = run_on_cluster(
+        cluster, lambda c: _count(c, group, selection, target, target_topic.strip(), cluster.proxy_list)
+    )
     if counted["total"] == 0:
         raise ChangeRefused("no message in the DLQ matches the selection")
     large = counted["total"] > settings.REDRIVE_APPROVAL_THRESHOLD
@@ -92,7 +94,9 @@ def plan_redrive(
     return job
 
 
-async def _count(client: AdminClient, group: str, selection: Selection, target: str, target_topic: str) -> dict:
+async def _count(
+    client: AdminClient, group: str, selection: Selection, target: str, target_topic: str, proxies: list[str] = ()
+) -> dict:
     queues = await dlq_queues(client, group)
     if not queues:
         raise ChangeRefused(f"group {group} has no dead-letter queue")
@@ -100,7 +104,7 @@ async def _count(client: AdminClient, group: str, selection: Selection, target: 
         if target == RedriveJob.Target.TOPIC:
             await check_writable(client, target_topic)
         elif target == RedriveJob.Target.GROUP:
-            await check_group_target(client, group)
+            await check_group_target(client, group, proxies)
     except TargetRefused as exc:
         raise ChangeRefused(str(exc)) from None
     total = 0

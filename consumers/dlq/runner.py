@@ -83,7 +83,7 @@ def run_job(job_id: int) -> RedriveJob | None:
         with cluster_session(job.cluster, mutation=True) as session:
             if job.target == RedriveJob.Target.GROUP:
                 # again at every start: an orderly consumer may have come online since planning
-                session.run(lambda c: check_group_target(c, job.group), seconds=60)
+                session.run(lambda c: check_group_target(c, job.group, job.cluster.proxy_list), seconds=60)
             # a write-only DLQ is read by position; one made readable meanwhile is pulled
             readable = {q.source: q.readable for q in session.run(lambda c: dlq_queues(c, job.group), seconds=60)}
             for source, end in sorted(job.bounds.items()):

@@ -12,8 +12,9 @@ every message moved while moving it from the DLQ to the DLQ.
 from __future__ import annotations
 
 from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
-from ..rocketmq.codes import retry_topic
+from ..rocketmq.codes import POP_RETRY_SEPARATORS, RETRY_PREFIX, retry_topic
 from ..rocketmq.models.topology import Perm
+from ..rocketmq.proxies import read_proxies
 
 RUNNING_INFO_TIMEOUT = 5.0  # the broker relays the question to the client and waits for it
 
@@ -31,9 +32,11 @@ async def check_writable(client: AdminClient, topic: str) -> None:
         raise TargetRefused(f"topic {topic} is not writable")
 
 
-async def check_group_target(client: AdminClient, group: str) -> None:
-    """Back to the group: its %RETRY% topic takes writes and no online client consumes orderly.
-    A client that does not say how it consumes refuses it too: unknown is not "not orderly"."""
+async def check_group_target(client: AdminClient, group: str, proxies: list[str] = ()) -> None:
+    """Back to the group: its %RETRY% topic takes writes, it does not consume with POP, and no
+    online client consumes orderly. A client that does not say how it consumes refuses it too:
+    unknown is not "not orderly"."""
+    await _refuse_pop(client, group, list(proxies))
     await check_writable(client, retry_topic(group))
     clients = await _online_clients(client, group)
     if not clients:
@@ -53,6 +56,37 @@ async def check_group_target(client: AdminClient, group: str) -> None:
                 f"{group} consumes orderly (client {client_id}): while its consumers hold queue locks the "
                 f"broker puts every message sent to {retry_topic(group)} straight back into its DLQ. {instead}"
             )
+
+
+async def _refuse_pop(client: AdminClient, group: str, proxies: list[str]) -> None:
+    """POP consumers (RocketMQ 5 clients through a proxy, or remoting clients switched to POP)
+    read their topic and their POP retry topics (%RETRY%{group}_{topic}), never %RETRY%{group},
+    and the broker has no send that reaches such a group alone: a send to %RETRY%{group}_{topic}
+    makes the broker take "{group}_{topic}" for a group and create it (SendMessageProcessor),
+    and a redrive never sends to a %RETRY%X whose X is not its group. So it is refused, with
+    the ways that do work."""
+    why = None
+    if proxies:
+        _, found = await read_proxies(client, [group], proxies)
+        if found[group][0] is not None:
+            why = "its clients are RocketMQ 5 (gRPC) consumers behind a proxy"
+        elif found[group][1]:
+            why = "a proxy that may hold its clients cannot be read, so it may consume with POP"
+    if why is None:
+        masters = (await client.topology.cluster_info(max_age=5.0)).masters()
+        stats = await client.progress.consume_stats_many([(group, a) for a in masters.values()])
+        prefixes = tuple(f"{RETRY_PREFIX}{group}{sep}" for sep in POP_RETRY_SEPARATORS)
+        pop_topics = sorted({mq.topic for s in stats if not isinstance(s, RocketMQError) for mq in s.offsets
+                             if mq.topic.startswith(prefixes)})  # fmt: skip
+        if pop_topics:
+            why = f"it consumes its POP retry topic{'s' if len(pop_topics) > 1 else ''} {', '.join(pop_topics)}"
+    if why:
+        raise TargetRefused(
+            f"{group} consumes with POP ({why}): POP consumers never read {retry_topic(group)}, and the broker "
+            f"offers no send that reaches this group alone (a send to %RETRY%{group}_<topic> makes it create a "
+            f"group named {group}_<topic>). Redrive to the original topic (every group subscribed to it receives "
+            "the messages) or to another topic instead."
+        )
 
 
 async def _online_clients(client: AdminClient, group: str) -> dict[str, str]:

@@ -167,8 +167,8 @@ def _progress(mqadmin, group: str, topic: str):
             if r.topic == topic]  # fmt: skip
 
 
-def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries(
-    cluster, redis, proxy, mqadmin, traffic, names, viewer_client
+def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries_and_are_redriven_truly(
+    cluster, redis, proxy, mqadmin, traffic, names, viewer_client, personas, namesrv
 ):
     """A SimpleConsumer that never acks, max attempts 3 (retryMaxTimes 2): each message is
     delivered three times (the client's own count), then dead-lettered with its POP retry
@@ -178,6 +178,9 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries(
     mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "2")
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="failing",
                                     invisibleSeconds=10)  # fmt: skip
+    bystander_group = names.group("grpc-bystander")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", bystander_group, "-r", "3")
+    bystander = traffic.grpc_consume(proxy.grpc_endpoint, bystander_group, topic, kind="push")
     time.sleep(5)
     traffic.produce(topic, 3)
 
@@ -192,7 +195,29 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries(
     assert {r["original_topic"] for r in rows} == {topic}  # not %RETRY%{group}_{topic}
     assert {r["deliveries"] for r in rows} == {3}, [(r["deliveries"], r["reconsume_times"]) for r in rows]
     assert all(r["pop_retry_topic"] in (f"%RETRY%{group}_{topic}", f"%RETRY%{group}+{topic}") for r in rows)
+
+    # back to this group: POP consumers never read %RETRY%{group}, and nothing reaches them alone
+    from consumers.core import Actor, ChangeRefused
+    from consumers.dlq import redrive, runner
+    from consumers.dlq.browse import Selection
+
+    operator = Actor(personas["operator"])
+    with pytest.raises(ChangeRefused, match="consumes with POP"):
+        redrive.plan_redrive(actor=operator, cluster=cluster, group=group, selection=Selection(), target="group",
+                             rate=100)  # fmt: skip
+    # to the original topic: the real one, so every group on it gets them once, and no phantom group
+    bystander.wait_counts(lambda c: c["acked"] >= 3, 60, "the bystander consumed the originals")
+    job = redrive.plan_redrive(actor=operator, cluster=cluster, group=group, selection=Selection(), target="original",
+                               rate=100)  # fmt: skip
+    done = runner.run_job(job.pk)
+    assert (done.state, done.moved, done.total) == ("done", 3, 3)
+    counts = bystander.wait_counts(lambda c: c["received"] >= 6, 60, "the bystander received the redriven copies")
+    time.sleep(2)
+    counts = bystander.status()
+    assert (counts["received"], counts["distinct"], counts["maxDeliveries"]) == (6, 6, 1), counts
+    assert f"{group}_{topic}" not in _subscription_groups(namesrv)
     consumer.stop()
+    bystander.stop()
 
 
 def test_messages_in_flight_of_a_slow_pop_group_equal_the_clients_own_count(
@@ -220,3 +245,15 @@ def test_messages_in_flight_of_a_slow_pop_group_equal_the_clients_own_count(
     doc = doc_of(redis, cluster, group)
     assert doc.in_flight is None and "broker metrics not enabled" in doc.in_flight_note
     consumer.stop()
+
+
+def _subscription_groups(namesrv: str) -> set[str]:
+    from consumers.rocketmq import AdminClient
+    from tests.conftest import run
+
+    async def read():
+        async with AdminClient(namesrv) as client:
+            masters = (await client.topology.cluster_info()).masters()
+            return {g for a in masters.values() for g in await client.topology.subscription_groups(a)}
+
+    return run(read())
