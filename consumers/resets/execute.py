@@ -198,19 +198,40 @@ async def _apply(client: AdminClient, group: str, batch: list[dict], targets: di
 
 
 def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dict) -> dict:
-    """Read the committed offsets again, for a few seconds, until every applied queue holds its
-    target (or has been consumed on from it). A queue back at the offset the reset replaced was
-    overwritten by a client's commit of its old position: named, and the request is partial."""
+    """Watch the committed offsets for the whole RESET_VERIFY_SECONDS (about every second), not
+    only until they first look right: a client may commit its old position over the reset a
+    moment later. Each queue's check is its last read; a queue seen back at the offset the reset
+    replaced at any read is named (`went_back`, with when and who held it), even if it holds the
+    target again by the end. `result["watched_seconds"]` says how long it watched."""
     applied = [r for r in rows if r["label"] in result["applied"]]
-    deadline = time.monotonic() + settings.RESET_VERIFY_SECONDS
+    started = time.monotonic()
+    deadline = started + settings.RESET_VERIFY_SECONDS
     checks: dict[str, dict] = {}
+    went_back: dict[str, list[dict]] = {}
     while True:
         current = run_on_cluster(request.cluster, lambda c: _committed(c, request.group, applied))
-        holders = _holders(request, result) if result.get("online") else {}
-        checks = {r["label"]: _check(r, targets[r["label"]], current[r["label"]], result, holders) for r in applied}
-        if all(c["ok"] for c in checks.values()) or time.monotonic() >= deadline:
+        checks = {r["label"]: _check(r, targets[r["label"]], current[r["label"]], result, {}) for r in applied}
+        back = [label for label, check in checks.items() if check["note"].startswith("overwritten")]
+        if back or not all(c["ok"] for c in checks.values()):
+            # who holds the queues now (running info): asked only when something looks wrong
+            holders = _holders(request, result) if result.get("online") else {}
+            checks = {r["label"]: _check(r, targets[r["label"]], current[r["label"]], result, holders) for r in applied}
+        for label in back:
+            went_back.setdefault(label, []).append(
+                {
+                    "after_seconds": round(time.monotonic() - started, 1),
+                    "committed": current[label],
+                    "by": checks[label]["note"],
+                }  # fmt: skip
+            )
+        if time.monotonic() >= deadline:
             break
         time.sleep(1.0)
+    for label, seen in went_back.items():
+        checks[label]["went_back"] = seen
+        if checks[label]["ok"]:
+            checks[label]["note"] += f"; went back to {seen[0]['committed']} at +{seen[0]['after_seconds']} s"
+    result["watched_seconds"] = round(time.monotonic() - started, 1)
     return checks
 
 

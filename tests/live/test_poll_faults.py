@@ -216,13 +216,16 @@ def read_offsets(small) -> dict[tuple[str, int], int]:
     return run(read())
 
 
-def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial(cluster, redis, small, personas):
+def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial(
+    cluster, redis, small, personas, settings
+):
     from consumers.changes.models import State
     from consumers.changes.workflow import approve
     from consumers.core import Actor, ChangeRefused
     from consumers.resets import execute
     from consumers.resets.services import request_reset, undo
 
+    settings.RESET_VERIFY_SECONDS = 3
     committed = {("broker-a", 0): 2, ("broker-a", 1): 2, ("broker-b", 0): 1, ("broker-b", 1): 1}  # max is 2
     commit(small, committed)
     assert poll_cluster(cluster).status == "ok"  # the console knows both brokers and the group's queues
