@@ -288,6 +288,9 @@ def _in_flight(progress: GroupProgress, found: dict[str, int] | None, note: str 
 def _consume_tps(progress: GroupProgress, model: str | None) -> tuple[float | None, str | None]:
     """The broker's consume TPS; for broadcasting groups the broker keeps no consume stats, so
     it is the sum of what each client reports, and unknown when a client did not report."""
+    if progress.via_proxy and progress.consume_tps is not None:
+        # POP: the broker's rate counts messages handed out (popped), acked or not
+        return progress.consume_tps, "pop rate: messages handed out per second, acknowledged or not"
     if model != "BROADCASTING":
         return progress.consume_tps, None if progress.consume_tps is not None else "the broker reported no rate"
     clients = progress.connection.client_ids if progress.connection else []

@@ -74,6 +74,7 @@ def test_grpc_consumers_are_online_with_their_clients_and_kind_and_stopped_when_
         assert {c["client_id"] for c in doc.connections} == theirs[group]
         assert all(c["via"] == "proxy (gRPC)" and c["language"] == "JAVA" for c in doc.connections)
         assert doc.health["state"] != "STOPPED", doc.health
+        assert doc.consume_tps is None or doc.consume_tps_note.startswith("pop rate")  # not an ack rate
         codes = {d["kind"] for d in doc.diagnostics}
         assert "assigned-by-broker" in codes and not codes & {"unheld-queues", "clients-without-queues"}, codes
         # lag as mqadmin reads it on the brokers (POP: messages nobody has taken)
