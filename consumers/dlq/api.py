@@ -21,6 +21,7 @@ SELECTION = Obj({
     "since_ms": Int(0, JAVA_LONG_MAX, nullable=True), "until_ms": Int(0, JAVA_LONG_MAX, nullable=True),
     "key": Str(), "tag": Str(), "msg_id": Str(max_length=128), "original_topic": Str(), "body": Str(strip=False),
     "ids": List(Str(max_length=128, required=True), max_items=10_000),
+    "job": Int(1, 2**31 - 1, nullable=True),
 })  # fmt: skip
 REDRIVE = Obj({
     "target": Choice(tuple(RedriveJob.Target.values)), "target_topic": Str(),

@@ -72,6 +72,7 @@ class Selection:
     original_topic: str = ""
     body: str = ""
     ids: frozenset[str] = frozenset()
+    job: int | None = None  # dead letters that came back after this redrive job
 
     @classmethod
     def from_wire(cls, data: dict) -> Selection:
@@ -89,9 +90,11 @@ class Selection:
             return False
         if self.tag and m.tags != self.tag:
             return False
-        if self.msg_id and self.msg_id not in (m.msg_id, original_id(m), m.offset_msg_id):
+        if self.msg_id and self.msg_id not in (m.msg_id, original_id(m), m.offset_msg_id, redriven_from(m)):
             return False
         if self.ids and not ({m.msg_id, original_id(m)} & self.ids):
+            return False
+        if self.job is not None and came_back_after(m) != self.job:
             return False
         if self.original_topic and m.original_topic != self.original_topic:
             return False
@@ -106,6 +109,18 @@ def original_id(m: Message) -> str:
     return m.properties.get("ORIGIN_MESSAGE_ID", "")
 
 
+def came_back_after(m: Message) -> int | None:
+    """The redrive job whose copy this dead letter is (it failed again and came back)."""
+    job = m.properties.get("REDRIVE_JOB", "")
+    return int(job) if job.isdigit() else None
+
+
+def redriven_from(m: Message) -> str:
+    """The message id of the dead letter a redriven copy was made from (its id in the DLQ
+    before the redrive): how a returned copy is found again by the id the operator knew."""
+    return m.properties.get("REDRIVE_FROM_ID", "")
+
+
 def row(m: Message, broker: str) -> dict:
     """What the DLQ table shows of one message (no body)."""
     return {
@@ -115,6 +130,8 @@ def row(m: Message, broker: str) -> dict:
         "msg_id": m.msg_id,
         "original_msg_id": original_id(m),
         "original_topic": m.original_topic,
+        "came_back_after_job": came_back_after(m),
+        "redriven_from_id": redriven_from(m) or None,
         # a POP consumer's retry topic it last failed on, when the original topic was read from it
         "pop_retry_topic": m.stored_retry_topic if m.stored_retry_topic not in (None, m.original_topic) else None,
         "tags": m.tags,

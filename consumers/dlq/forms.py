@@ -32,6 +32,7 @@ class DlqFilterForm(forms.Form):
     tag = forms.CharField(required=False, max_length=255)
     msg_id = forms.CharField(required=False, max_length=128, label="message id")
     original_topic = forms.CharField(required=False, max_length=255)
+    job = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="came back after job #")
     body = forms.CharField(required=False, max_length=255, label="body contains")
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
@@ -70,7 +71,7 @@ class DlqFilterForm(forms.Form):
         return Selection(
             since_ms=_ms(data["since"]), until_ms=_ms(data["until"]), key=data["key"].strip(), tag=data["tag"].strip(),
             msg_id=data["msg_id"].strip(), original_topic=data["original_topic"].strip(), body=data.get("body", ""),
-            ids=frozenset(i.strip() for i in ids if i.strip()),
+            ids=frozenset(i.strip() for i in ids if i.strip()), job=data.get("job"),
         )  # fmt: skip
 
 

@@ -303,6 +303,8 @@ def _copy(job: RedriveJob, queue: DlqQueue, message: Message) -> Outgoing:
     properties = {k: v for k, v in message.properties.items() if k not in BROKER_PROPERTIES}
     properties["REDRIVE_JOB"] = str(job.pk)
     properties["REDRIVE_SOURCE"] = f"{queue.source}:{message.queue_offset}"
+    # the id the operator knew it by: a copy that fails again comes back under a new id
+    properties.setdefault("REDRIVE_FROM_ID", message.msg_id)
     properties.setdefault("ORIGIN_MESSAGE_ID", message.msg_id)
     if job.target == RedriveJob.Target.GROUP:
         topic = retry_topic(job.group)

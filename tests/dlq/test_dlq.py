@@ -20,7 +20,7 @@ from django.db import connection
 
 from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor, ChangeRefused, approve
-from consumers.dlq import redrive, runner
+from consumers.dlq import redrive, runner, selectors
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob, RedrivenMessage
 from consumers.models import Cluster
@@ -139,6 +139,9 @@ def test_a_write_only_dlq_is_browsed_exported_and_redriven_by_position(
     client.force_login(personas["operator"])
     page = client.get(f"/dlq/local/{group}/").content.decode()
     assert f'id="dlq-total">{sum(r.max_offset - r.min_offset for r in status)}<' in page
+    for r in status:  # the max offset is the next one: the last message is at max - 1
+        count, last = r.max_offset - r.min_offset, r.max_offset - 1
+        assert f"{r.broker}#{r.queue_id}: {count}, offsets {r.min_offset}–{last}" in page
     assert 'id="write-only-note"' in page and "Make the DLQ readable" in page
     assert page.count('class="dead"') == 50  # a full first page, newest first
     assert client.get(f"/dlq/local/{group}/?key=k-7").content.decode().count('class="dead"') == 1
@@ -392,3 +395,23 @@ def test_the_overview_lists_the_dlq_with_its_count_and_arrival_times(client, per
     ]
     # oldest and newest: both while this test's failing consumer was dead-lettering
     assert len(shown) == 2 and time.time() - 300 < shown[0] <= shown[1] <= time.time()
+
+
+def test_dead_letters_that_come_back_after_a_redrive_keep_their_story(client, personas, cluster, dead, mqadmin):
+    """Redriven back to a group that still fails: the copies return to the DLQ under new ids;
+    each says which job it came back after and the id it had, and is found by either."""
+    group, expected = dead["group"], dead["expected"]
+    before = {r["msg_id"] for r in selectors.page(cluster, group, Selection(), None)[1].rows}
+    job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
+                               target="group", rate=100)  # fmt: skip
+    assert runner.run_job(job.pk).state == "done"
+    wait(lambda: dlq_size(mqadmin, group) == 2 * expected, 90, "the copies failed again and came back")
+    client.force_login(personas["viewer"])
+    back = client.get(f"/api/dlq/local/{group}/messages/?job={job.pk}").json()["messages"]
+    assert len(back) == expected and {r["came_back_after_job"] for r in back} == {job.pk}
+    assert {r["redriven_from_id"] for r in back} == before  # each names the id it had in the DLQ
+    one = sorted(before)[0]
+    found = client.get(f"/api/dlq/local/{group}/messages/?msg_id={one}").json()["messages"]
+    assert sorted(r["came_back_after_job"] for r in found if r["came_back_after_job"]) == [job.pk] and len(found) == 2
+    page = client.get(f"/dlq/local/{group}/?job={job.pk}").content.decode()
+    assert page.count(f'came back after job <a href="/dlq/jobs/{job.pk}/">#{job.pk}</a>') == expected
