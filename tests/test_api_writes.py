@@ -58,13 +58,34 @@ def invalid(schema):
     if isinstance(schema, Map):
         return not_((dict,)) | invalid(schema.value).map(lambda v: {"t@broker-a#0": v})
     assert isinstance(schema, Obj)
-    unknown = st.text(min_size=1, max_size=8).filter(lambda k: k not in schema.fields).map(lambda k: {k: 1})
-    if not schema.fields:
-        return not_((dict,)) | unknown
-    one_bad_field = st.sampled_from(sorted(schema.fields)).flatmap(
-        lambda name: invalid(schema.fields[name]).map(lambda v: {name: v})
+    return wrong_body(schema, {}, "body").map(lambda pair: pair[0])
+
+
+def wrong_body(schema: Obj, base: dict, path: str):
+    """(body, field): a body valid but for one thing, and the field the answer must name. The
+    rest is `base`, a valid body (its required fields present), so the one wrong field is
+    reached: the schema checks unknown and required fields before the types."""
+    unknown = (
+        st.text(min_size=1, max_size=8)
+        .filter(lambda k: k not in schema.fields)
+        .map(lambda k: ({**base, k: 1}, f"{path}.{k}"))
     )
-    return not_((dict,)) | one_bad_field | unknown
+    shapes = [not_((dict,)).map(lambda v: (v, path)), unknown]
+    if schema.fields:
+        shapes.append(st.sampled_from(sorted(schema.fields)).flatmap(lambda name: _bad_field(schema, base, path, name)))
+    return st.one_of(*shapes)
+
+
+def _bad_field(schema: Obj, base: dict, path: str, name: str):
+    field, where = schema.fields[name], f"{path}.{name}"
+    if isinstance(field, Obj):
+        inner = VALID_NESTED.get(where, {})
+        return wrong_body(field, inner, where).map(lambda pair: ({**base, name: pair[0]}, pair[1]))
+    return invalid(field).map(lambda v: ({**base, name: v}, where))
+
+
+# valid nested objects, for a wrong field inside them
+VALID_NESTED = {"body.params": {"strategy": "earliest"}, "body.selection": {}}
 
 
 @pytest.fixture
@@ -99,29 +120,36 @@ def _state():
 
 
 ENDPOINTS = {
-    # the envelope, with the params of the one kind scripts request (a reset)
-    "create": ("/api/changes/", Obj({**CREATE.fields, "params": RESET_PARAMS}, required=CREATE.required)),
-    "approve": ("/api/changes/{change}/approve/", DECISION),
-    "reject": ("/api/changes/{change}/reject/", DECISION),
-    "cancel": ("/api/changes/{change}/cancel/", DECISION),
-    "redrive": ("/api/dlq/east/orders/redrive/", REDRIVE),
-    "job-cancel": ("/api/dlq/jobs/{job}/cancel/", Obj({})),
+    # the envelope, with the params of the one kind scripts request (a reset); then a valid body
+    "create": (
+        "/api/changes/",
+        Obj({**CREATE.fields, "params": RESET_PARAMS}, required=CREATE.required),
+        {"cluster": "east", "group": "orders", "params": {"strategy": "earliest"}, "reason": "replay"},
+    ),
+    "approve": ("/api/changes/{change}/approve/", DECISION, {}),
+    "reject": ("/api/changes/{change}/reject/", DECISION, {"reason": "no"}),
+    "cancel": ("/api/changes/{change}/cancel/", DECISION, {}),
+    "redrive": ("/api/dlq/east/orders/redrive/", REDRIVE, {"target": "group", "rate": 10}),
+    "job-cancel": ("/api/dlq/jobs/{job}/cancel/", Obj({}), {}),
 }
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 def test_bodies_of_the_wrong_shape_are_a_json_400_and_change_nothing(client, world, endpoint):
-    path, schema = ENDPOINTS[endpoint]
+    path, schema, valid = ENDPOINTS[endpoint]
     url = path.format(change=world["change"].pk, job=world["job"].pk)
     before = _state()
 
     @hypothesis_settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(body=invalid(schema))
-    def check(body):
+    @given(case=wrong_body(schema, valid, "body"))
+    def check(case):
+        body, field = case
         response = client.post(url, json.dumps(body), content_type="application/json", **world["auth"])
         assert response.status_code == 400 and response["Content-Type"] == "application/json", response.content
         answer = response.json()
-        assert answer["status"] == 400 and answer["field"].startswith("body") and answer["error"]
+        # the one wrong field is named (a list item or map value inside it adds its own suffix)
+        assert answer["status"] == 400 and answer["error"], answer
+        assert answer["field"] == field or answer["field"].startswith((f"{field}[", f"{field}.")), (answer, field)
         assert _state() == before and not world["connections"]
 
     check()

@@ -42,3 +42,24 @@ def test_a_task_that_cannot_be_queued_because_redis_is_down_answers_503_not_500(
         assert middleware.process_exception(request, _raised_from(ValueError("x"), RuntimeError("y"))) is None
     finally:
         redis_client.note_answered()
+
+
+def test_an_unexpected_error_is_the_consoles_own_500_never_a_traceback(client, personas, redis, monkeypatch):
+    """Whatever fails inside a view: the page is templates/500.html, the API a JSON 500, and
+    neither carries a traceback, a setting or the exception's text."""
+    from django.test import Client
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret-internal-detail")
+
+    monkeypatch.setattr("consumers.live.selectors.cluster_states", broken)
+    browser = Client(raise_request_exception=False)
+    browser.force_login(personas["viewer"])
+    page = browser.get("/clusters/")
+    text = page.content.decode()
+    assert page.status_code == 500 and "Something went wrong on our side" in text
+    assert "Traceback" not in text and "secret-internal-detail" not in text and "SECRET_KEY" not in text
+    api = browser.get("/api/clusters/")
+    assert api.status_code == 500 and api["Content-Type"] == "application/json"
+    assert api.json()["error"] == "server error"
+    assert "secret-internal-detail" not in api.content.decode()
