@@ -182,6 +182,8 @@ class ClusterMeta:
     brokers: list[BrokerState] = field(default_factory=list)
     problems: list[dict] = field(default_factory=list)
     proxies: list[ProxyState] = field(default_factory=list)
+    # polls skipped since this meta was written, and why ({since, at, why}); None: none skipped
+    skipped: dict | None = None
 
     def to_wire(self) -> dict:
         data = self.__dict__.copy()

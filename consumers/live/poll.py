@@ -10,7 +10,6 @@ the last known state stays, and its age says it is stale.
 from __future__ import annotations
 
 import time
-import uuid
 
 from django.conf import settings
 
@@ -22,17 +21,15 @@ from ..rocketmq.dlq import dlq_sizes
 from . import brokers, inflight, lagtime, snapshots
 from .config import default_thresholds, history_store
 from .history import HistoryStore
+from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
-
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
 def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None) -> PollResult:
     redis = redis or get_redis()
-    lock = snapshots.key(cluster.pk, "lock")
-    token = uuid.uuid4().hex
-    if not redis.set(lock, token, nx=True, ex=settings.ROCKETMQ_POLL_DEADLINE + 60):
-        return PollResult(cluster.pk, "skipped")
+    lock = PollLock(redis, snapshots.key(cluster.pk, "lock"))
+    if not lock.acquire():
+        return _skipped(cluster, lock, redis)
     try:
         started, polled_at = time.monotonic(), time.time()
         try:
@@ -51,7 +48,21 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
             started=started,
         )
     finally:
-        redis.eval(_RELEASE, 1, lock, token)
+        lock.release()
+
+
+def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
+    """Say why this poll did not run, on the cluster's meta (kept until the next poll ends), so
+    stale data says polls are being skipped and behind whom, not only "not refreshed"."""
+    now = time.time()
+    held = lock.holder()
+    why = held.describe(now) if held else "another poll of this cluster had just finished"
+    meta = snapshots.read_meta(redis, cluster.pk)
+    if meta is not None:
+        first = meta.skipped["since"] if meta.skipped else now
+        meta.skipped = {"since": first, "at": now, "why": why}
+        snapshots.write_meta(redis, cluster.pk, meta)
+    return PollResult(cluster.pk, "skipped", error=why)
 
 
 async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:

@@ -107,6 +107,7 @@ def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: 
     log.warning("poll of cluster %s failed: %s", cluster.name, error)
     meta = snapshots.read_meta(redis, cluster.pk) or ClusterMeta(cluster.pk, cluster.name, polled_at, 0.0, "failed")
     meta.polled_at, meta.duration, meta.status, meta.error = polled_at, round(duration, 3), "failed", error
+    meta.skipped = None
     meta.brokers = [_unknown(b, error, polled_at) for b in meta.brokers]
     meta.proxies = [dataclasses.replace(p, state="unknown", error=f"the poll failed: {error}", groups=None)
                     for p in meta.proxies]  # fmt: skip

@@ -51,6 +51,8 @@ def freshness(as_of: float | None, stale_reason: str | None, *, cluster: Cluster
         reason = f"not refreshed for {age:.0f} s (expected every {cluster.poll_interval} s)"
         if meta is not None and meta.status == "failed" and meta.error:
             reason += f"; the last poll failed: {meta.error}"
+        if meta is not None and meta.skipped:
+            reason += f"; polls skipped for {now - meta.skipped['since']:.0f} s: {meta.skipped['why']}"
         return Freshness(True, reason, age)
     return Freshness(False, None, age)
 
