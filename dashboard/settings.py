@@ -278,6 +278,11 @@ HISTORY_DIR = Path(env_str("HISTORY_DIR", str(VAR_DIR / "history")))
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 30)
 HISTORY_FLUSH_ROWS = env_int("HISTORY_FLUSH_ROWS", 200_000)
 HISTORY_FLUSH_SECONDS = env_int("HISTORY_FLUSH_SECONDS", 300)
+# Where a poll's history rows wait when the history store cannot be written (local disk, apart
+# from HISTORY_DIR), and how many polls per cluster it keeps (240: an hour at 15 s) before the
+# oldest are dropped and counted (consumers/live/spool.py)
+HISTORY_SPOOL_DIR = Path(env_str("HISTORY_SPOOL_DIR", str(VAR_DIR / "history-spool")))
+HISTORY_SPOOL_MAX_POLLS = env_int("HISTORY_SPOOL_MAX_POLLS", 240)
 
 # Change requests (offset resets, DLQ redrives): four eyes, expiry, execution.
 CHANGE_REQUEST_EXPIRY_SECONDS = env_int("CHANGE_REQUEST_EXPIRY_SECONDS", 4 * 3600)

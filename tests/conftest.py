@@ -182,6 +182,7 @@ def redis(redis_server, settings):
 @pytest.fixture
 def history_dir(tmp_path, settings):
     settings.HISTORY_DIR = tmp_path / "history"
+    settings.HISTORY_SPOOL_DIR = tmp_path / "history-spool"
     return settings.HISTORY_DIR
 
 

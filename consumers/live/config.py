@@ -7,6 +7,7 @@ from django.conf import settings
 
 from .health import Thresholds
 from .history import HistoryStore
+from .spool import HistorySpool
 
 
 def default_thresholds() -> Thresholds:
@@ -23,6 +24,10 @@ def history_store() -> HistoryStore:
     return HistoryStore(
         settings.HISTORY_DIR, flush_rows=settings.HISTORY_FLUSH_ROWS, flush_seconds=settings.HISTORY_FLUSH_SECONDS
     )
+
+
+def history_spool() -> HistorySpool:
+    return HistorySpool(settings.HISTORY_SPOOL_DIR, max_polls=settings.HISTORY_SPOOL_MAX_POLLS)
 
 
 def stale_after(poll_interval: float) -> float:

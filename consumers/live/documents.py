@@ -184,6 +184,8 @@ class ClusterMeta:
     proxies: list[ProxyState] = field(default_factory=list)
     # polls skipped since this meta was written, and why ({since, at, why}); None: none skipped
     skipped: dict | None = None
+    # history rows not written yet ({pending_polls, since, error, dropped}); None: all written
+    history: dict | None = None
 
     def to_wire(self) -> dict:
         data = self.__dict__.copy()

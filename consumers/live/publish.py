@@ -17,9 +17,11 @@ from ..models import Cluster
 from ..rocketmq import ClusterSnapshot
 from . import documents, snapshots
 from .brokers import BrokerReport
+from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
 from .health import Thresholds, evaluate
 from .history import HistoryStore, history_tables
+from .spool import HistorySpool, write_history
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ def publish_poll(
     thresholds: Thresholds,
     overrides: dict[str, dict],
     started: float,
+    spool: HistorySpool | None = None,
 ) -> PollResult:
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start."""
     snapshot, polled_at = reading.snapshot, reading.polled_at
@@ -94,8 +97,13 @@ def publish_poll(
         problems=[{"scope": p.scope, "target": p.target, "error": p.error} for p in snapshot.problems],
         proxies=proxies,
     )
+    # history first: its state (rows spooled after a failed write, or lost) is part of the meta
+    meta.history = write_history(spool or history_spool(), history, cluster.name, polled_at,
+                                 history_tables(docs.values()), old_meta.history if old_meta else None)  # fmt: skip
+    if meta.history:
+        log.warning("history of %s not written, %s poll(s) spooled: %s", cluster.name,
+                    meta.history["pending_polls"], meta.history["error"])  # fmt: skip
     snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
-    history.append(cluster.name, history_tables(docs.values()))
     return PollResult(cluster.pk, meta.status, groups=len(docs), duration=time.monotonic() - started)
 
 
