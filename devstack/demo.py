@@ -42,6 +42,9 @@ django.setup()
 from django.conf import settings  # noqa: E402  (after django.setup)
 
 STATISTICS_AFTER_SECONDS = 90  # about six polls of history first
+# the demo's supervisor starts these again when they die (production: systemd, README)
+SUPERVISED = ("celery-worker", "celery-beat")
+RESTARTS_PER_MINUTE = 3
 
 
 def state_file() -> Path:
@@ -67,6 +70,8 @@ class Demo:
         self.redis = None
         self.harness: Harness | None = None
         self.proxy: LocalProxy | None = None
+        self._commands: dict[str, tuple[list[str], dict]] = {}
+        self._restarts: dict[str, list[float]] = {}
         self._stopping = False
         self.statistics: ManagedProcess | None = None  # the one statistics run at start-up
         self.started_at = time.monotonic()
@@ -137,7 +142,23 @@ class Demo:
     def _spawn(self, name: str, args: list[str], environment: dict) -> ManagedProcess:
         process = ManagedProcess(name, args, log_path=self.base / f"{name}.log", cwd=PROJECT_ROOT, env=environment)
         self.processes.append(process)
+        self._commands[name] = (args, environment)
         return process
+
+    def _supervise(self, process: ManagedProcess) -> bool:
+        """Start a dead worker or beat again, as systemd's Restart=always would in production
+        (README, Deployment); at most RESTARTS_PER_MINUTE times a minute. False: give up."""
+        now = time.monotonic()
+        recent = [t for t in self._restarts.get(process.name, []) if now - t < 60]
+        if process.name not in SUPERVISED or len(recent) >= RESTARTS_PER_MINUTE:
+            return False
+        self._restarts[process.name] = [*recent, now]
+        args, environment = self._commands[process.name]
+        self.processes.remove(process)
+        self._spawn(process.name, args, environment)
+        self.log(f"{process.name} exited ({process.popen.returncode}); started it again (see {process.log_path})")
+        self._write_state()
+        return True
 
     def _prepare_database(self) -> dict[str, str]:
         from consumers.models import Cluster
@@ -197,8 +218,8 @@ class Demo:
         interactive = sys.stdin.isatty()
         while not self._stopping:
             self._statistics_once()
-            for process in self.processes:
-                if not process.alive():
+            for process in list(self.processes):
+                if not process.alive() and not self._supervise(process):
                     self.log(f"{process.name} exited ({process.popen.returncode}); see {process.log_path}")
                     self._stopping = True
             for name, broker in self.rocketmq.brokers.items():

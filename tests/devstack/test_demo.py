@@ -7,6 +7,7 @@ import http.cookiejar
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -98,6 +99,26 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
         # the polls above ran in the prefork pool, production's default (`celery -A dashboard worker`)
         worker_log = (var / "demo" / "celery-worker.log").read_text()
         assert ".> concurrency: 2 (prefork)" in worker_log, worker_log[-3000:]
+
+        # its supervisor starts a killed worker and beat again (systemd does in production)
+        killed_at = time.time()
+        for name in ("celery-worker", "celery-beat"):
+            os.kill(children[name], signal.SIGKILL)
+        deadline = time.monotonic() + 90
+        while True:
+            now = json.loads((var / "demo" / "demo.json").read_text())["children"]
+            if all(now.get(n) not in (None, children[n]) for n in ("celery-worker", "celery-beat")):
+                break
+            assert demo.poll() is None and time.monotonic() < deadline, output.read_text()[-3000:]
+            time.sleep(1)
+        deadline = time.monotonic() + 120
+        while True:  # and polling goes on: a poll after the kill
+            meta = json.loads(browser.open(base + "/api/clusters/").read())["clusters"][0]["last_poll"]
+            if meta["polled_at"] > killed_at + 1:
+                break
+            assert time.monotonic() < deadline, meta
+            time.sleep(2)
+        assert "started it again" in output.read_text()
     finally:
         stopping = time.monotonic()
         stop = subprocess.run(
