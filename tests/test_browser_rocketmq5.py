@@ -3,14 +3,13 @@ groups list with their consumption, through a real proxy and the official 5.x SD
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from consumers.live.poll import poll_cluster
 from consumers.models import Cluster
 from devstack.proxy import LocalProxy
 from tests.conftest import SESSION_DIR, in_thread
+from tests.live.test_rocketmq5 import grpc_group
 from tests.test_browser import log_in
 
 pytestmark = [
@@ -34,9 +33,8 @@ def test_a_grpc_groups_page_and_the_groups_list_show_how_it_consumes(
     settings.DEBUG = True
     topic, group = names.topic("grpc-ui"), names.group("grpc-ui")
     mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2", "-a", "+message.type=NORMAL")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group)
+    in_thread(grpc_group, mqadmin, namesrv, group, topic)
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="push")
-    time.sleep(3)
     traffic.produce(topic, 10)
     consumer.wait_counts(lambda c: c["acked"] >= 10, 60, "acked 10")
     cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv, proxy_addrs=proxy.remoting_address,

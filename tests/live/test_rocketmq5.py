@@ -40,6 +40,26 @@ def grpc_topic(mqadmin, topic: str) -> str:
     return topic
 
 
+def grpc_group(mqadmin, namesrv: str, group: str, topic: str, *, max_retries: int = 3) -> str:
+    """A group for gRPC consumers (max attempts = retries + 1) that starts at the beginning of
+    each queue: its committed offsets are 0 before any client pops, so no message produced
+    before the first pop is skipped (a new POP group would start at the end)."""
+    from consumers.rocketmq import AdminClient
+    from consumers.rocketmq.models import MessageQueue
+    from tests.conftest import run
+
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", str(max_retries))
+
+    async def start_at_zero():
+        async with AdminClient(namesrv) as client:
+            route = await client.topology.topic_route(topic, max_age=0)
+            for mq in route.read_queues():
+                await client.actions.update_consumer_offset(group, MessageQueue(topic, mq.broker_name, mq.queue_id), 0)
+
+    run(start_at_zero())
+    return group
+
+
 def proxy_clients(mqadmin, proxy, group: str) -> set[str]:
     """What mqadmin reads from the proxy's remoting port: the oracle for who is online."""
     result = mqadmin.run("consumerConnection", "-g", group, "-b", proxy.remoting_address, check=False)
@@ -56,10 +76,9 @@ def test_grpc_consumers_are_online_with_their_clients_and_kind_and_stopped_when_
     topic = grpc_topic(mqadmin, names.topic("grpc"))
     simple_group, push_group = names.group("simple"), names.group("push")
     for group in (simple_group, push_group):
-        mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+        grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
     simple = traffic.grpc_consume(proxy.grpc_endpoint, simple_group, topic, kind="simple")
     push = traffic.grpc_consume(proxy.grpc_endpoint, push_group, topic, kind="push")
-    time.sleep(5)  # a new POP group starts at the end of each queue on its first pop: let them pop first
     traffic.produce(topic, 40)
     simple.wait_counts(lambda c: c["acked"] >= 40, 90, "simple acked 40")
     push.wait_counts(lambda c: c["acked"] >= 40, 90, "push acked 40")
@@ -103,9 +122,8 @@ def test_a_dead_proxy_makes_grpc_groups_unknown_not_stopped_while_the_brokers_st
 ):
     topic = grpc_topic(mqadmin, names.topic("grpc-dead"))
     group = names.group("grpc-dead")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple")
-    time.sleep(5)
     traffic.produce(topic, 10)
     consumer.wait_counts(lambda c: c["acked"] >= 10, 90, "acked 10")
     assert poll_cluster(cluster).status == "ok" and doc_of(redis, cluster, group).online is True
@@ -140,9 +158,8 @@ def test_a_reset_of_a_grpc_group_is_previewed_online_and_verified_by_what_the_cl
     settings.RESET_VERIFY_SECONDS = 10
     topic = grpc_topic(mqadmin, names.topic("grpc-reset"))
     group = names.group("grpc-reset")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="push")
-    time.sleep(5)
     traffic.produce(topic, 40)
     consumer.wait_counts(lambda c: c["acked"] >= 40, 90, "acked 40")
     wait(lambda: sum(r.diff for r in _progress(mqadmin, group, topic)) == 0, 30, "the pops are committed")
@@ -176,13 +193,11 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries_and_are
     topic as origin and reconsume times 4."""
     topic = grpc_topic(mqadmin, names.topic("grpc-dlq"))
     group = names.group("grpc-dlq")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "2")
+    grpc_group(mqadmin, namesrv, group, topic, max_retries=2)
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="failing",
                                     invisibleSeconds=10)  # fmt: skip
-    bystander_group = names.group("grpc-bystander")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", bystander_group, "-r", "3")
+    bystander_group = grpc_group(mqadmin, namesrv, names.group("grpc-bystander"), topic)
     bystander = traffic.grpc_consume(proxy.grpc_endpoint, bystander_group, topic, kind="push")
-    time.sleep(5)
     traffic.produce(topic, 3)
 
     def dead() -> list[dict]:
@@ -228,10 +243,9 @@ def test_messages_in_flight_of_a_slow_pop_group_equal_the_clients_own_count(
     taken them) is 0, in flight is what the client holds unacked, from the brokers' metrics."""
     topic = grpc_topic(mqadmin, names.topic("grpc-slow"))
     group = names.group("grpc-slow")
-    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
     consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="slow", ackEvery=3,
                                     invisibleSeconds=60)  # fmt: skip
-    time.sleep(5)
     traffic.produce(topic, 30)
     counts = consumer.wait_counts(lambda c: c["distinct"] == 30, 60, "all 30 received")
     assert counts["inFlight"] == 20 and counts["acked"] == 10, counts
