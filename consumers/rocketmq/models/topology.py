@@ -24,6 +24,7 @@ SYSTEM_TOPICS = frozenset(
         "RMQ_SYS_TRANS_OP_HALF_TOPIC",
         "RMQ_SYS_TRACE_TOPIC",
         "TRANS_CHECK_MAX_TIME_TOPIC",
+        "DefaultHeartBeatSyncerTopic",  # rocketmq-proxy's heartbeat sync (cluster mode)
     }
 )
 SYSTEM_GROUPS = frozenset(
@@ -38,8 +39,12 @@ SYSTEM_GROUPS = frozenset(
         "CID_SYS_RMQ_TRANS",
         "CID_RMQ_SYS_TRANS",
         "CID_HOLD_REQUEST",
+        # rocketmq-proxy (cluster mode): the broadcasting group its heartbeat syncer consumes with
+        # ("CID_" + heartbeatSyncerTopicName, AbstractSystemMessageSyncer)
+        "CID_DefaultHeartBeatSyncerTopic",
     }
 )
+SYSTEM_GROUP_PREFIXES = ("CID_RMQ_SYS_",)
 
 
 def is_system_topic(topic: str, cluster_and_broker_names: frozenset[str] = frozenset()) -> bool:
@@ -48,7 +53,7 @@ def is_system_topic(topic: str, cluster_and_broker_names: frozenset[str] = froze
 
 
 def is_system_group(group: str) -> bool:
-    return group in SYSTEM_GROUPS
+    return group in SYSTEM_GROUPS or group.startswith(SYSTEM_GROUP_PREFIXES)
 
 
 def topic_kind(topic: str) -> str:

@@ -83,6 +83,11 @@ final class Scenario implements Worker {
             consumer.setMaxReconsumeTimes(cmd.getIntValue("maxReconsumeTimes"));
         }
         int threads = "lagging".equals(mode) ? 1 : Math.max(1, cmd.getIntValue("threads") == 0 ? 4 : cmd.getIntValue("threads"));
+        if ("stalled".equals(mode) || "lagging".equals(mode)) {
+            // A held message is given up after consumeTimeout (15 min by default): the client sends
+            // it back and its queue's offset moves on. These scenarios hold for a whole test session.
+            consumer.setConsumeTimeout(24 * 60);
+        }
         consumer.setConsumeThreadMin(threads);
         consumer.setConsumeThreadMax(threads);
         consumer.subscribe(cmd.getString("topic"), cmd.getString("subscription") == null ? "*" : cmd.getString("subscription"));
