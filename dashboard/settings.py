@@ -257,6 +257,9 @@ ROCKETMQ_POLL_DEADLINE = env_int("ROCKETMQ_POLL_DEADLINE", 12)
 # Each broker's first reads in a poll must answer within this, or the broker is "failing"
 # for that poll and left out, so one hung broker does not blind the others.
 ROCKETMQ_BROKER_DEADLINE = float(env_str("ROCKETMQ_BROKER_DEADLINE", "3"))
+# At most this many groups asked of the proxies per poll (a proxy answers ~330 connection lists
+# a second): those that had gRPC clients last poll always, the others in rotation
+ROCKETMQ_PROXY_GROUPS_PER_POLL = env_int("ROCKETMQ_PROXY_GROUPS_PER_POLL", 300)
 # A value older than poll interval + poll deadline + this margin is stale.
 STALE_MARGIN_SECONDS = env_int("STALE_MARGIN_SECONDS", 5)
 # A broker the name server stopped listing is shown as missing until removed, or this long.

@@ -18,6 +18,7 @@ from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
+from ..rocketmq.proxies import ProxyAsk
 from . import brokers, inflight, lagtime, snapshots
 from .config import default_thresholds, history_store
 from .history import HistoryStore
@@ -67,9 +68,11 @@ def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
 
 async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
     """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
-    snapshot = await cluster_snapshot(
-        client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=cluster.proxy_list
-    )
+    ask = _proxy_ask(cluster, redis)
+    snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
+    if ask.addresses:
+        known = [g for g, p in snapshot.groups.items() if p.via_proxy]
+        _remember_proxy_groups(redis, cluster, known, ask.next_cursor)
     unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
     dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
     lag_times = await lagtime.measure(
@@ -84,6 +87,27 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
     if cluster.broker_metrics:
         reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
     return reading
+
+
+def _proxy_ask(cluster: Cluster, redis) -> ProxyAsk:
+    """What to ask the cluster's proxies this poll: the groups they knew clients of last time
+    first, then the others in rotation from where the last poll stopped."""
+    if not cluster.proxy_list:
+        return ProxyAsk([])
+    known = frozenset(
+        m.decode() if isinstance(m, bytes) else m for m in redis.smembers(snapshots.key(cluster.pk, "proxy-groups"))
+    )
+    cursor = int(redis.get(snapshots.key(cluster.pk, "proxy-cursor")) or 0)
+    return ProxyAsk(cluster.proxy_list, known, settings.ROCKETMQ_PROXY_GROUPS_PER_POLL, cursor)
+
+
+def _remember_proxy_groups(redis, cluster: Cluster, groups: list[str], cursor: int) -> None:
+    pipe = redis.pipeline()
+    pipe.delete(snapshots.key(cluster.pk, "proxy-groups"))
+    if groups:
+        pipe.sadd(snapshots.key(cluster.pk, "proxy-groups"), *groups)
+    pipe.set(snapshots.key(cluster.pk, "proxy-cursor"), cursor)
+    pipe.execute()
 
 
 async def _in_flight(cluster: Cluster, snapshot) -> tuple[dict[str, int] | None, str | None]:

@@ -29,7 +29,7 @@ from .models import (
     TopicStatsTable,
     is_system_group,
 )
-from .proxies import ProxyStatus, read_proxies
+from .proxies import ProxyAsk, ProxyStatus, read_proxies
 from .remoting import deadline
 
 # A broker waits up to 10 s for a client to answer a running-info call.
@@ -160,7 +160,7 @@ async def cluster_snapshot(
     running_info: bool = True,
     include_system_groups: bool = False,
     broker_deadline: float | None = None,
-    proxies: list[str] = (),
+    proxies: list[str] | ProxyAsk = (),
 ) -> ClusterSnapshot:
     """Every group's progress. Raises only when the name server cannot be read at all.
 
@@ -199,7 +199,7 @@ async def cluster_snapshot(
         masters=masters,
         running_info=running_info,
         unreadable=unreadable,
-        proxies=list(proxies),
+        proxies=proxies,
         proxy_status=proxy_status,
         proxy_deadline=broker_deadline,
     )
@@ -221,7 +221,7 @@ async def read_groups(
     masters: dict[str, str],
     running_info: bool = True,
     unreadable: dict[str, Problem] | None = None,
-    proxies: list[str] = (),
+    proxies: list[str] | ProxyAsk = (),
     proxy_status: dict[str, ProxyStatus] | None = None,
     proxy_deadline: float | None = None,
 ) -> dict[str, GroupProgress]:
@@ -248,8 +248,9 @@ async def read_groups(
         progress.problems += [unreadable[b] for b in sorted(progress.brokers) if b in unreadable]
     connection_order = {g: [b for b in sorted(p.brokers) if b not in unreadable] for g, p in result.items()}
     relay = await _connections(client, result, connection_order)
-    if proxies:
-        statuses = await _proxy_connections(client, result, list(proxies), proxy_deadline)
+    ask = proxies if isinstance(proxies, ProxyAsk) else ProxyAsk(list(proxies))
+    if ask.addresses:
+        statuses = await _proxy_connections(client, result, ask, proxy_deadline)
         if proxy_status is not None:
             proxy_status.update(statuses)
     for group, progress in result.items():
@@ -353,10 +354,12 @@ async def _connections(client, result: dict[str, GroupProgress], order: dict[str
 
 
 async def _proxy_connections(
-    client, result: dict[str, GroupProgress], proxies: list[str], proxy_deadline: float | None
+    client, result: dict[str, GroupProgress], ask: ProxyAsk, proxy_deadline: float | None
 ) -> dict[str, ProxyStatus]:
-    offline = sorted(g for g, p in result.items() if p.online is False)
-    statuses, found = await read_proxies(client, offline, proxies, proxy_deadline=proxy_deadline)
+    # groups not asked this poll stay offline as the brokers said (they had no proxy client
+    # when last asked; ProxyAsk rotates through them)
+    offline = ask.select(sorted(g for g, p in result.items() if p.online is False))
+    statuses, found = await read_proxies(client, offline, ask.addresses, proxy_deadline=proxy_deadline)
     for group in offline:
         connection, errors = found[group]
         progress = result[group]

@@ -80,3 +80,19 @@ def test_no_proxy_knowing_a_group_is_offline_not_unknown():
     statuses, found = asyncio.run(scenario())
     assert found["g-classic"] == (None, {})
     assert [s.error for s in statuses.values()] == [None]
+
+
+def test_a_budget_asks_known_proxy_groups_every_time_and_rotates_through_the_others():
+    from consumers.rocketmq.proxies import ProxyAsk
+
+    offline = [f"g{i}" for i in range(10)]
+    ask = ProxyAsk(["p"], known=frozenset({"g7"}), budget=4, cursor=0)
+    assert ask.select(offline) == ["g7", "g0", "g1", "g2"] and ask.next_cursor == 3
+    seen = set()
+    for _ in range(3):  # 9 others, 3 a poll: every one within three polls, g7 in every one
+        ask = ProxyAsk(["p"], known=frozenset({"g7"}), budget=4, cursor=ask.next_cursor)
+        picked = ask.select(offline)
+        assert picked[0] == "g7" and len(picked) == 4
+        seen |= set(picked[1:])
+    assert seen == set(offline) - {"g7"}
+    assert ProxyAsk(["p"], budget=20).select(offline) == offline  # within the budget: all of them
