@@ -37,9 +37,11 @@ async def prepare(namesrv: str) -> None:
         await client.actions.create_or_update_subscription_group(SubscriptionGroupConfig(GROUP), list(masters.values()))
         await client.actions.create_or_update_topic(TopicConfig(retry_topic(GROUP), 1, 1), list(masters.values()))
         queues = [MessageQueue(t, b, q) for t in TOPICS for b in masters for q in range(QUEUES_PER_BROKER)]
-        await asyncio.gather(
-            *(client.actions.send_message(mq.topic, b"m", queue=mq) for mq in queues for _ in range(3))
-        )
+        sends = [mq for mq in queues for _ in range(3)]
+        for start in range(0, len(sends), 256):  # in chunks: all at once trips the broker's flow control
+            await asyncio.gather(
+                *(client.actions.send_message(mq.topic, b"m", queue=mq) for mq in sends[start : start + 256])
+            )
         await asyncio.gather(*(client.actions.update_consumer_offset(GROUP, mq, 1) for mq in queues))
 
 
