@@ -21,6 +21,7 @@ from consumers.reports import services
 from consumers.reports.content import ReportSpec
 from consumers.reports.models import Report
 from consumers.stats.models import ClusterDay, GroupDay
+from tests.support.days import keep_today
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TODAY = timezone.now().date()
@@ -28,6 +29,11 @@ D1, D2, D3 = (TODAY - dt.timedelta(days=n) for n in (3, 2, 1))
 BASE = {"polls": 1440, "expected_polls": 1440, "coverage": 1.0, "produced": 120, "retries": 0, "dlq_arrivals": 0,
         "resets": 0, "incidents": 0, "lag_p50": 5, "lag_p95": 9, "lag_max": 12, "lag_seconds_p50": 1,
         "lag_seconds_p95": 4, "lag_seconds_max": 9, "breach_minutes": 0, "slo_seconds": 60}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def same_day(monkeypatch):
+    keep_today(monkeypatch, TODAY)
 
 
 @pytest.fixture

@@ -10,9 +10,15 @@ from django.utils import timezone
 
 from consumers.models import Cluster
 from consumers.stats.models import ClusterDay, GroupDay, StatsRun
+from tests.support.days import keep_today
 
 TODAY = timezone.now().date()
 D1, D2, D3 = TODAY - dt.timedelta(days=2), TODAY - dt.timedelta(days=1), TODAY
+
+
+@pytest.fixture(autouse=True)
+def same_day(monkeypatch):
+    keep_today(monkeypatch, TODAY)
 
 
 def day(group: str, date: dt.date, **values) -> GroupDay:
