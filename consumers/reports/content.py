@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ..models import Cluster
 from ..stats.models import ClusterDay, GroupDay
-from ..stats.selectors import LOW_COVERAGE, days_between, output_table
+from ..stats.selectors import LOW_COVERAGE, coverage_text, days_between, output_table
 
 # (key, header, kind): kind drives the XLSX number format and the PDF's alignment
 DETAIL_COLUMNS = [
@@ -86,8 +86,9 @@ class ReportContent:
         for cluster, share in self.coverage.items():
             if share is None:
                 notes.append(f"{cluster}: no statistics at all in this range.")
-            elif share < LOW_COVERAGE:
-                notes.append(f"{cluster}: only {share:.0%} of the expected polls were recorded in this range.")
+            elif share < 1.0:
+                recorded = coverage_text(share)
+                notes.append(f"{cluster}: only {recorded} of the expected polls were recorded in this range.")
         return notes
 
 
@@ -124,7 +125,12 @@ def build_content(spec: ReportSpec, progress: Callable[[int, str], None] = lambd
 def _detail(cluster: str, group: str, period, row: dict | None) -> dict:
     if row is None:
         return {"cluster": cluster, "group": group, "period": period, "status": "no statistics"}
-    status = "ok" if row["coverage"] >= LOW_COVERAGE else f"low coverage ({row['coverage']:.0%})"
+    if row["coverage"] >= 1.0:
+        status = "ok"
+    elif row["coverage"] >= LOW_COVERAGE:
+        status = f"partial coverage ({coverage_text(row['coverage'])})"
+    else:
+        status = f"low coverage ({row['coverage']:.0%})"
     return {**row, "status": status}
 
 

@@ -1,6 +1,7 @@
 """plotly figures of the statistics, as JSON for the vendored plotly.js (and, later, for the
 PDF reports: the same functions draw both). Missing days are gaps (None), never zeros, and
-each figure names the missing and low-coverage days and shades the latter."""
+each figure names the missing days and every day with coverage under 100 %, and shades those
+under LOW_COVERAGE."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import json
 import plotly.graph_objects as go
 
 from ..live.health import SEVERITY
-from .selectors import LOW_COVERAGE, coverage_gaps
+from .selectors import LOW_COVERAGE, coverage_gaps, coverage_text
 
 HEIGHT = 300
+NAMED_PERIODS = 5  # partial days named in a chart's subtitle; the rest are counted
 # worst first, as in live/health.py; the heat-map colours a cell by its worst state
 STATE_COLOURS = {
     "UNKNOWN": "#9e9e9e",
@@ -54,8 +56,8 @@ def _layout(figure: go.Figure, title: str, notes: list[str], *, y_title: str, y2
 
 
 def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -> list[str]:
-    missing, low = coverage_gaps(days, coverage)
-    for period in low:
+    missing, partial = coverage_gaps(days, coverage)
+    for period in (p for p in partial if coverage[p] < LOW_COVERAGE):
         # a point (or bar) stands at the start of its period, so the shade is centred on it;
         # daily charts have dates, hourly ones (the reports') datetimes
         hourly = isinstance(period, dt.datetime)
@@ -65,9 +67,17 @@ def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -
     notes = []
     if missing:
         notes.append(f"{len(missing)} of {len(days)} {_unit(days)} without statistics")
-    if low:
-        notes.append(f"{len(low)} {_unit(days, len(low))} with coverage under {LOW_COVERAGE * 100:.0f} % (shaded)")
+    if partial:
+        named = ", ".join(f"{_label(p)} {coverage_text(coverage[p])}" for p in partial[:NAMED_PERIODS])
+        more = f" and {len(partial) - NAMED_PERIODS} more" if len(partial) > NAMED_PERIODS else ""
+        low = any(coverage[p] < LOW_COVERAGE for p in partial)
+        shaded = f"; under {LOW_COVERAGE * 100:.0f} % shaded" if low else ""
+        notes.append(f"{len(partial)} {_unit(days, len(partial))} with coverage under 100 %: {named}{more}{shaded}")
     return notes
+
+
+def _label(period) -> str:
+    return period.strftime("%m-%d %H:00") if isinstance(period, dt.datetime) else period.isoformat()
 
 
 def _unit(periods: list, count: int = 2) -> str:

@@ -4,11 +4,15 @@
 
 run.json names the history and output locations (paths or URLs: file://, hdfs://, s3a://, so a
 real cluster can read and write them), the days, the clusters with their poll interval and
-default lag SLO, and per-group SLO overrides. The job reads those days plus the day before,
-computes every table of transforms.statistics, and overwrites only the (cluster, date)
-partitions it computed, one sorted file each, so a rerun gives the same rows. The summary
-file (local to the driver) gets the row counts and the small per-day rows the console keeps
-in its database. Only the DataFrame API is used: executors need no Python code of ours.
+default lag SLO, and per-group SLO overrides. The job reads those days plus the day before and
+computes every table of transforms.statistics for each (cluster, day) the history has polls of.
+A (cluster, day) without polls is left alone and named in the summary's `skipped`: a day never
+loses rows it had because its history has expired since (history is kept for weeks, statistics
+for months). The tables are written to a staging location first and swapped in per (cluster,
+day) only after every table was written, one sorted file each, so a rerun gives the same rows
+and a failed run changes nothing. The summary file (local to the driver) gets the row counts of
+what this run wrote and the small per-day rows the console keeps in its database. Only the
+DataFrame API is used: executors need no Python code of ours.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import argparse
 import datetime as dt
 import json
 import time
+import uuid
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -43,10 +48,15 @@ SORT_KEYS = ("hour", "group", "topic", "state", "metric", "rank")
 SUMMARY_TABLES = ("group_daily", "cluster_daily")
 
 
+def _path(spark: SparkSession, url: str):
+    """The Hadoop file system and path of `url`: the same calls serve file://, hdfs:// and s3a://."""
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(url)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
 def _exists(spark: SparkSession, url: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(url)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path)
+    fs, path = _path(spark, url)
+    return fs.exists(path)
 
 
 def read_history(spark: SparkSession, root: str, table: str, clusters: list[str], first: dt.date, last: dt.date):
@@ -61,21 +71,40 @@ def read_history(spark: SparkSession, root: str, table: str, clusters: list[str]
     return frame.where(F.col("date").between(since, last.isoformat()) & F.col("cluster").isin(clusters)).drop("date")
 
 
-def write_table(frame: DataFrame, output: str, name: str) -> None:
+def polled_days(groups: DataFrame, first: dt.date, last: dt.date) -> set[tuple[str, str]]:
+    """The (cluster, day) pairs of the period with at least one poll in the history."""
+    days = groups.select("cluster", F.to_date("ts").alias("date")).where(
+        F.col("date").between(first.isoformat(), last.isoformat())
+    )
+    return {(row.cluster, row.date.isoformat()) for row in days.distinct().collect()}
+
+
+def write_table(frame: DataFrame, location: str) -> None:
     keys = [k for k in SORT_KEYS if k in frame.columns]
     (
         frame.repartition("cluster", "date")
         .sortWithinPartitions("cluster", "date", *keys)
         .write.mode("overwrite")
         .partitionBy("cluster", "date")
-        .parquet(f"{output.rstrip('/')}/{name}")
+        .parquet(location)
     )
 
 
-def read_back(spark: SparkSession, output: str, name: str, clusters: list[str], first: dt.date, last: dt.date):
-    frame = spark.read.parquet(f"{output.rstrip('/')}/{name}")
-    dates = F.col("date").between(first.isoformat(), last.isoformat())
-    return frame.where(dates & F.col("cluster").isin(clusters))
+def swap_in(spark: SparkSession, staging: str, output: str, tables, days: set[tuple[str, str]]) -> None:
+    """Each computed (cluster, day) partition of every table replaced by the staged one, or
+    removed when this run found no row for it (an empty top list is a result too)."""
+    escape = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName
+    for name in tables:
+        for cluster, date in sorted(days):
+            relative = f"{name}/cluster={escape(cluster)}/date={date}"
+            fs, target = _path(spark, f"{output}/{relative}")
+            _, staged = _path(spark, f"{staging}/{relative}")
+            if fs.exists(target) and not fs.delete(target, True):
+                raise OSError(f"could not remove the old partition {target}")
+            if fs.exists(staged):
+                fs.mkdirs(target.getParent())
+                if not fs.rename(staged, target):
+                    raise OSError(f"could not move {staged} to {target}")
 
 
 def _plain(value):
@@ -105,22 +134,53 @@ def run(spark: SparkSession, params: dict) -> dict:
         "cluster string, `group` string, topic string, broker string, queue_id int, started_at timestamp, "
         "finished_at timestamp, to_offset bigint",
     )  # fmt: skip
-    tables = transforms.statistics(
-        queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets
-    )
-    for name, frame in tables.items():
-        write_table(frame, params["output"], name)
+    polled = polled_days(groups, first, last)
     summary = {
         "input_rows": input_rows,
         "output_rows": {},
-        "seconds": round(time.monotonic() - started, 3),
+        "computed": [{"cluster": c, "date": d} for c, d in sorted(polled)],
+        "skipped": [
+            {"cluster": c, "date": d.isoformat(), "why": _why_skipped(d, params)}
+            for c in names
+            for d in _days(first, last)
+            if (c, d.isoformat()) not in polled
+        ],
+        "seconds": 0.0,
     }
-    for name in tables:
-        written = read_back(spark, params["output"], name, names, first, last)
-        summary["output_rows"][name] = written.count()
-        if name in SUMMARY_TABLES:
-            summary[name] = [{k: _plain(v) for k, v in row.asDict().items()} for row in written.collect()]
+    if not polled:
+        return summary
+    tables = transforms.statistics(
+        queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets
+    )
+    output = params["output"].rstrip("/")
+    staging = f"{output}/_staging/{uuid.uuid4().hex}"
+    computed = F.broadcast(spark.createDataFrame(sorted(polled), "polled_cluster string, polled_date string"))
+    try:
+        for name, frame in tables.items():
+            on = (F.col("cluster") == F.col("polled_cluster")) & (F.col("date").cast("string") == F.col("polled_date"))
+            write_table(frame.join(computed, on, "left_semi"), f"{staging}/{name}")
+            # the schema given: a table with no row this run (an empty top list) has no file to infer it from
+            written = spark.read.schema(frame.schema).parquet(f"{staging}/{name}")
+            summary["output_rows"][name] = written.count()
+            if name in SUMMARY_TABLES:
+                summary[name] = [{k: _plain(v) for k, v in row.asDict().items()} for row in written.collect()]
+        swap_in(spark, staging, output, tables, polled)
+    finally:
+        fs, path = _path(spark, staging)
+        fs.delete(path, True)
+    summary["seconds"] = round(time.monotonic() - started, 3)
     return summary
+
+
+def _days(first: dt.date, last: dt.date) -> list[dt.date]:
+    return [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def _why_skipped(day: dt.date, params: dict) -> str:
+    kept = params.get("history_retention_days")
+    if kept and day < dt.date.fromisoformat(params["as_of"][:10]) - dt.timedelta(days=kept):
+        return f"no history for {day}: the history is kept {kept} days"
+    return f"no poll of this cluster on {day} in the history"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,8 @@ class StatsRun(models.Model):
     input_rows = models.BigIntegerField(null=True, blank=True)
     output_rows = models.BigIntegerField(null=True, blank=True)
     error_tail = models.TextField(blank=True)
+    # (cluster, day) pairs the job left alone, each {"cluster", "date", "why"}: no polls in the history
+    skipped = models.JSONField(default=list, blank=True)
     log_path = models.CharField(max_length=500, blank=True)
 
     class Meta:

@@ -89,6 +89,7 @@ def run_parameters(run: StatsRun) -> dict:
         "first": run.first.isoformat(),
         "last": run.last.isoformat(),
         "as_of": timezone.now().isoformat(),
+        "history_retention_days": settings.HISTORY_RETENTION_DAYS,
         "clusters": [
             {"cluster": c.name, "interval_seconds": c.poll_interval, "slo_seconds": settings.STATS_LAG_SLO_SECONDS}
             for c in clusters
@@ -177,9 +178,13 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
                 run, failed=f"spark-submit exited with {finished.returncode}\n{_tail(log_path)}", token=token
             )
         summary = json.loads(summary_path.read_text())
-        load_summary(run, summary)
         run.input_rows = sum(summary["input_rows"].values())
         run.output_rows = sum(summary["output_rows"].values())
+        run.skipped = summary["skipped"]
+        if not summary["computed"]:
+            # nothing was written: every day the run asked for keeps what it had
+            return _finish(run, failed=_nothing_computed(summary["skipped"]), token=token)
+        load_summary(summary)
         return _finish(run, token=token)
     except subprocess.TimeoutExpired:
         failed = f"stopped after {settings.STATS_RUN_TIME_LIMIT} s\n{_tail(log_path)}"
@@ -188,14 +193,21 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}", token=token)
 
 
-def load_summary(run: StatsRun, summary: dict) -> None:
-    """Replace the computed days' rows with the job's (a day recomputed is a day replaced)."""
+def _nothing_computed(skipped: list[dict]) -> str:
+    reasons = sorted({entry["why"] for entry in skipped})
+    shown = "; ".join(reasons[:5]) + (f"; and {len(reasons) - 5} more" if len(reasons) > 5 else "")
+    return f"nothing computed, every day keeps the statistics it had: {shown}"
+
+
+def load_summary(summary: dict) -> None:
+    """Replace the rows of the (cluster, day) pairs the job computed with its rows (a day
+    recomputed is a day replaced); a day it skipped keeps its rows."""
     group_fields = {f.name for f in GroupDay._meta.fields} - {"id"}
     cluster_fields = {f.name for f in ClusterDay._meta.fields} - {"id"}
     with transaction.atomic():
-        days = {"cluster__in": run.clusters, "date__gte": run.first, "date__lte": run.last}
-        GroupDay.objects.filter(**days).delete()
-        ClusterDay.objects.filter(**days).delete()
+        for day in summary["computed"]:
+            GroupDay.objects.filter(cluster=day["cluster"], date=day["date"]).delete()
+            ClusterDay.objects.filter(cluster=day["cluster"], date=day["date"]).delete()
         GroupDay.objects.bulk_create(
             [GroupDay(**{k: v for k, v in row.items() if k in group_fields}) for row in summary["group_daily"]],
             batch_size=1000,
@@ -253,7 +265,8 @@ def _finish(run: StatsRun, *, failed: str | None = None, token: str | None = Non
     a run taken over by another worker is that worker's to end."""
     state = StatsRun.State.FAILED if failed else StatsRun.State.SUCCEEDED
     fields = {"state": state, "error_tail": failed or "", "finished_at": timezone.now(),
-              "input_rows": run.input_rows, "output_rows": run.output_rows, "log_path": run.log_path}  # fmt: skip
+              "input_rows": run.input_rows, "output_rows": run.output_rows, "log_path": run.log_path,
+              "skipped": run.skipped}  # fmt: skip
     rows = StatsRun.objects.filter(pk=run.pk)
     with transaction.atomic():
         if not (rows.filter(run_token=token) if token is not None else rows).update(**fields):

@@ -4,6 +4,7 @@ health heat-map, the hourly Parquet the job wrote. Days without a row are gaps (
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import defaultdict
 
 import pyarrow.dataset as ds
@@ -89,8 +90,14 @@ def recent_runs(limit: int = 50) -> list[StatsRun]:
     return list(StatsRun.objects.select_related("requested_by")[:limit])
 
 
-def coverage_gaps(days: list[dt.date], coverage: dict[dt.date, float | None]) -> tuple[list, list]:
-    """The days with no statistics at all, and those whose coverage is low."""
+def coverage_gaps(days: list, coverage: dict) -> tuple[list, list]:
+    """The periods with no statistics at all, and those with some polls missing (coverage
+    under 100 %; under LOW_COVERAGE the charts also shade them)."""
     missing = [d for d in days if coverage.get(d) is None]
-    low = [d for d in days if coverage.get(d) is not None and coverage[d] < LOW_COVERAGE]
-    return missing, low
+    partial = [d for d in days if coverage.get(d) is not None and coverage[d] < 1.0]
+    return missing, partial
+
+
+def coverage_text(share: float) -> str:
+    """A share under 100 % never shown as "100.0 %": rounded down to 0.1 %."""
+    return f"{math.floor(share * 1000) / 10:.1f} %"

@@ -19,8 +19,10 @@ Definitions (the README's "Statistics" section says the same to operators):
 - minutes (breach, health states): each poll stands for one poll interval of the cluster, so
   minutes = polls x interval / 60. Missing polls count nothing: `coverage` = polls / expected
   polls (the period's length, up to `as_of`, divided by the interval) says how much is known.
-- incidents: entries into STALLED, STOPPED, FALLING_BEHIND or OFFSET_EXPIRED from any other
-  state (the previous poll, possibly the day before, was in another state or there was none).
+- incidents: entries into STALLED, STOPPED, FALLING_BEHIND or OFFSET_EXPIRED from a different
+  known state (the previous poll with a known state, possibly the day before, was in another
+  state, or there was none). A poll whose state is UNKNOWN (or missing) neither starts nor ends
+  an incident: STALLED, UNKNOWN, STALLED is one incident, as a gap in the polls is.
 - dlq arrivals: the advances of the group's DLQ count between polls (a drop, by expiry or
   cleanup, is not an arrival).
 """
@@ -188,7 +190,8 @@ def group_steps(group_stats: DataFrame) -> DataFrame:
     ordered = Window.partitionBy("cluster", "group").orderBy("ts")
     before = ordered.rowsBetween(Window.unboundedPreceding, -1)
     dlq_move = F.col("dlq_count") - F.last("dlq_count", ignorenulls=True).over(before)
-    previous_state = F.lag("health").over(ordered)
+    known = F.when(F.col("health") != "UNKNOWN", F.col("health"))
+    previous_state = F.last(known, ignorenulls=True).over(before)  # unknown polls are skipped (see the top)
     entered = F.col("health").isin(*INCIDENT_STATES) & (previous_state.isNull() | (previous_state != F.col("health")))
     return group_stats.select(
         "cluster",
@@ -250,19 +253,15 @@ def health_minutes(steps: DataFrame, clusters: DataFrame) -> DataFrame:
     return with_interval.withColumn("minutes", _minutes(F.col("polls"))).drop("interval_seconds")
 
 
-def cluster_days(group_stats: DataFrame, clusters: DataFrame, days: list[dt.date], as_of: dt.datetime) -> DataFrame:
-    """One row per cluster and day, also for a day with no poll at all (coverage 0)."""
-    spark = group_stats.sparkSession
-    grid = clusters.select("cluster", "interval_seconds").crossJoin(
-        spark.createDataFrame([(d,) for d in days], "date date")
-    )
+def cluster_days(group_stats: DataFrame, clusters: DataFrame, as_of: dt.datetime) -> DataFrame:
+    """One row per cluster and day with at least one poll: a day without any is a gap, not 0 %
+    (the job leaves it alone and names it)."""
     seen = (
         group_stats.withColumn("date", F.to_date("ts"))
         .groupBy("cluster", "date")
         .agg(F.countDistinct("ts").alias("polls"), F.countDistinct("group").alias("groups"))
     )
-    frame = grid.join(seen, ["cluster", "date"], "left").fillna({"polls": 0, "groups": 0})
-    return _coverage(frame.drop("interval_seconds"), clusters, False, as_of)
+    return _coverage(seen, clusters, False, as_of)
 
 
 def top_groups(daily_groups: DataFrame) -> DataFrame:
@@ -318,14 +317,13 @@ def statistics(
     )
     polls = in_period(topic_polls(queue_steps(queues, console_resets)), start, end).cache()
     steps = in_period(group_steps(groups), start, end).cache()
-    days = [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
     tables = {
         "topic_hourly": topic_aggregates(polls, slo_by_group, clusters, hourly=True, as_of=as_of),
         "topic_daily": topic_aggregates(polls, slo_by_group, clusters, hourly=False, as_of=as_of),
         "group_hourly": group_aggregates(steps, polls, slo_by_group, clusters, hourly=True, as_of=as_of),
         "group_daily": group_aggregates(steps, polls, slo_by_group, clusters, hourly=False, as_of=as_of),
         "group_health": health_minutes(steps, clusters),
-        "cluster_daily": cluster_days(in_period(groups, start, end), clusters, days, as_of),
+        "cluster_daily": cluster_days(in_period(groups, start, end), clusters, as_of),
     }
     tables["top_groups"] = top_groups(tables["group_daily"])
     return tables

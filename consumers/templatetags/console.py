@@ -9,6 +9,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 register = template.Library()
+LONG_NAME = 60  # characters: a report cell this long is set smaller to fit unbroken
 
 
 @register.simple_tag
@@ -113,7 +114,9 @@ def report_cell(value, columns, index: int):
     elif kind == "period" and hasattr(value, "hour") and hasattr(value, "tzinfo"):
         text = value.strftime("%Y-%m-%d %H:%M")
     else:
-        return format_html("<td>{}</td>", value)
+        # a name is never broken across lines (Chromium would break it at a hyphen): long ones get smaller
+        size = " long" if kind == "text" and len(str(value)) > LONG_NAME else ""
+        return format_html('<td class="text{}">{}</td>', size, value)
     return format_html('<td class="num">{}</td>', text)
 
 

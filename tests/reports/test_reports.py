@@ -57,7 +57,7 @@ def days(db, settings, tmp_path):
             },
         ),  # fmt: skip
         ("payments", D1, {"consumed": None, "lag_max": 7}),  # its offsets were unknown all day
-        ("payments", D2, {"consumed": 50}),
+        ("payments", D2, {"consumed": 50, "polls": 1380, "coverage": 1380 / 1440}),
         ("payments", D3, {"consumed": 60, "retries": 4}),
     ]
     for group, date, values in rows:
@@ -90,7 +90,7 @@ def test_csv_cells_worked_by_hand(days):
         ("orders", D2.isoformat(), "no statistics", "", ""),  # a gap, not zeros
         ("orders", D3.isoformat(), "low coverage (50%)", "300", "90.25"),
         ("payments", D1.isoformat(), "ok", "", "4.0"),  # unknown consumption stays unknown
-        ("payments", D2.isoformat(), "ok", "50", "4.0"),
+        ("payments", D2.isoformat(), "partial coverage (95.8 %)", "50", "4.0"),
         ("payments", D3.isoformat(), "ok", "60", "4.0"),
     ]
     assert {r["source"] for r in rows} == {"nightly statistics, daily rows (database)"}
@@ -135,10 +135,15 @@ def test_xlsx_typed_cells_and_summary(days):
 
 
 def test_pdf_renders_with_the_group_names_and_charts(days, tmp_path):
+    long_names = ["checkout-payment-settlement-reconciliation-consumer-eu-west-1",
+                  "order-events-to-search-index-projection-v2", "a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p"]  # fmt: skip
+    for name in long_names:
+        GroupDay.objects.create(cluster="east", date=D1, group=name, **{**BASE, "consumed": 1})
     report = built(("pdf",))
     pdf = services.report_dir(report) / report.files["pdf"]
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, check=True).stdout.decode()
     assert "orders" in text and "payments" in text and "Time zone" in text and "no statistics" in text
+    assert all(name in text for name in long_names)  # never broken at a hyphen
     assert "Messages consumed vs produced per day" in text  # a plotly chart's title, drawn as SVG text
     subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)
     pages = sorted(tmp_path.glob("page*.png"))

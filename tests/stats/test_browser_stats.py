@@ -45,10 +45,10 @@ def week(spark, settings, tmp_path, redis, personas):
               "last": last.isoformat(), "as_of": timezone.now().isoformat(), "slo_overrides": [],
               "clusters": [{"cluster": "shop", "interval_seconds": 60, "slo_seconds": 300.0}]}  # fmt: skip
     summary = job.run(spark, params)
-    run = StatsRun.objects.create(first=first, last=last, clusters=["shop"], trigger="command", master="local[2]",
+    StatsRun.objects.create(first=first, last=last, clusters=["shop"], trigger="command", master="local[2]",
                                   state="succeeded", input_rows=sum(summary["input_rows"].values()),
                                   output_rows=sum(summary["output_rows"].values()))  # fmt: skip
-    load_summary(run, summary)
+    load_summary(summary)
     publish(cluster, redis, [group(GROUP, lag=40)])  # the group page needs a live snapshot
     return first, last
 

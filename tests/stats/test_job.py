@@ -4,12 +4,14 @@ worked out by hand from those rows, not taken from the job's output."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 
 from consumers.live.history import HistoryStore
-from consumers.stats import job
+from consumers.stats import job, transforms
 from tests.stats import handworked as hw
 
 pytestmark = pytest.mark.slow
@@ -113,8 +115,11 @@ def test_cluster_days_and_top_lists(computed):
     output, summary = computed
     c1 = one(rows(output, "cluster_daily", cluster="c1"))
     assert (c1["polls"], c1["groups"], c1["expected_polls"]) == (5, 2, 1440)
-    c2 = one(rows(output, "cluster_daily", cluster="c2"))  # never polled: a day with no coverage
-    assert (c2["polls"], c2["coverage"], c2["expected_polls"]) == (0, 0.0, 5760)
+    # c2 was never polled: a gap (no row, named in the summary), not a day of 0 % coverage
+    assert rows(output, "cluster_daily", cluster="c2") == []
+    assert summary["skipped"] == [{"cluster": "c2", "date": hw.DAY.isoformat(),
+                                   "why": f"no poll of this cluster on {hw.DAY} in the history"}]  # fmt: skip
+    assert summary["computed"] == [{"cluster": "c1", "date": hw.DAY.isoformat()}]
     top = rows(output, "top_groups", cluster="c1")
     by_metric = {
         m: [(r["rank"], r["group"]) for r in sorted(top, key=lambda r: r["rank"]) if r["metric"] == m]
@@ -138,12 +143,48 @@ def test_rerun_gives_equal_rows_and_keeps_other_days(spark, computed, store_path
     job.run(spark, params(history, output))
     after = {t: rows(output, t) for t in before}
     assert after == before
-    # a run for another day adds its partitions and leaves D's alone
-    job.run(spark, params(history, output, first=hw.DAY + dt.timedelta(days=1), last=hw.DAY + dt.timedelta(days=1)))
+    # a run for another day adds its partitions and leaves D's alone; its rows out are its own
+    following = hw.DAY + dt.timedelta(days=1)
+    summary = job.run(spark, params(history, output, first=following, last=following))
     assert rows(output, "group_daily", date=hw.DAY) == before["group_daily"]
+    assert summary["output_rows"]["group_daily"] == 1 and summary["output_rows"]["cluster_daily"] == 1
+    assert not (output / "_staging").exists() or not any((output / "_staging").iterdir())
     next_day = one(rows(output, "group_daily", group="g1", date=hw.DAY + dt.timedelta(days=1)))
     assert next_day["consumed"] == 500 - 110 + 0  # queue 0 from t5 to t6; queue 1 has no row on that day
     assert next_day["incidents"] == 1  # OK at t5, STALLED at t6
+
+
+def files(root: Path) -> dict[str, str]:
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in root.rglob("*.parquet")}
+
+
+def test_a_rerun_without_history_changes_nothing(spark, store_paths, tmp_path):
+    history, _ = store_paths
+    output = tmp_path / "stats"
+    job.run(spark, params(history, output))
+    before = files(output)
+    assert any(name.startswith("cluster_daily/cluster=c1/date=") for name in before)
+    # the history has expired since; the store's lock folder is all that is left of it
+    gone = tmp_path / "history"
+    (gone / "_locks").mkdir(parents=True)
+    (gone / "_locks" / "c1.lock").touch()
+    later = {"history_retention_days": 30, "as_of": "2027-01-30T00:00:00+00:00"}
+    summary = job.run(spark, {**params(gone, output), **later})
+    assert summary["computed"] == [] and summary["output_rows"] == {}
+    assert {s["why"] for s in summary["skipped"]} == {f"no history for {hw.DAY}: the history is kept 30 days"}
+    assert files(output) == before  # byte for byte
+
+
+def test_unknown_polls_neither_start_nor_end_an_incident(spark):
+    states = ["OK", "STALLED", "UNKNOWN", "STALLED", None, "STALLED", "OK", "UNKNOWN", "OK", "UNKNOWN", "STOPPED"]
+    frame = spark.createDataFrame(
+        [("c1", "g", hw.at(0, 0, n), None, state, None, None) for n, state in enumerate(states)],
+        "cluster string, `group` string, ts timestamp, lag bigint, health string, lag_seconds_max double, "
+        "dlq_count bigint",
+    )
+    entered = [r.incidents for r in transforms.group_steps(frame).orderBy("ts").collect()]
+    # into STALLED at 1 (one incident through the unknown polls), into STOPPED from OK at 10
+    assert entered == [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
 
 
 def test_missing_history_location_fails(spark, tmp_path):

@@ -54,11 +54,27 @@ def test_run_loads_the_hand_worked_day(stats_settings):
     assert run.input_rows == 19 + 8 and run.output_rows > 0
     assert group_rows() == EXPECTED
     days = {d.cluster: (d.polls, d.expected_polls, d.groups) for d in ClusterDay.objects.all()}
-    assert days == {"c1": (5, 1440, 2), "c2": (0, 5760, 0)}
+    assert days == {"c1": (5, 1440, 2)}  # c2 has no poll that day: a gap, named on the run
+    assert run.skipped == [{"cluster": "c2", "date": hw.DAY.isoformat(),
+                            "why": f"no poll of this cluster on {hw.DAY} in the history"}]  # fmt: skip
     assert not RunDay.objects.exists()  # the claim is released
     assert "statistics written" in open(run.log_path).read()
     # the task delivered a second time runs nothing
     assert execute_run(run.pk).finished_at == run.finished_at
+
+
+def test_a_run_over_expired_history_fails_and_keeps_the_day(stats_settings, tmp_path):
+    stats_settings.HISTORY_DIR = tmp_path / "expired"  # only the lock folder will be there
+    stats_settings.STATS_HISTORY_URL = str(tmp_path / "expired")
+    kept = GroupDay.objects.create(cluster="c1", date=hw.DAY, group="g1", polls=5, expected_polls=1440,
+                                   coverage=5 / 1440, consumed=28)  # fmt: skip
+    ClusterDay.objects.create(cluster="c1", date=hw.DAY, polls=5, expected_polls=1440, coverage=5 / 1440, groups=2)
+    run = execute_run(request_run(RunRequest(hw.DAY, hw.DAY, cluster="c1"), trigger="command").pk)
+    assert run.state == StatsRun.State.FAILED
+    why = f"no poll of this cluster on {hw.DAY} in the history"
+    assert run.error_tail == f"nothing computed, every day keeps the statistics it had: {why}"
+    assert list(GroupDay.objects.values_list("group", "consumed")) == [("g1", 28)] and GroupDay.objects.get() == kept
+    assert ClusterDay.objects.get().polls == 5 and run.output_rows == 0
 
 
 def test_failing_job_is_recorded_with_its_error(stats_settings, tmp_path):

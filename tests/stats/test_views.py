@@ -32,7 +32,7 @@ def day(group: str, date: dt.date, **values) -> GroupDay:
 @pytest.fixture
 def stats(db):
     Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
-    day("orders", D1, lag_seconds_p95=30, breach_minutes=15, dlq_arrivals=7)
+    day("orders", D1, lag_seconds_p95=30, breach_minutes=15, dlq_arrivals=7, coverage=5520 / 5760, polls=5520)
     # D2 has no row for orders: a gap
     day("orders", D3, coverage=0.5, polls=2880, lag_seconds_p95=90, breach_minutes=45)
     day("payments", D1, lag_seconds_p95=50, dlq_arrivals=0, consumed=None)
@@ -49,7 +49,10 @@ def test_group_charts_show_the_days_and_their_gaps(viewer_client, stats):
     figures = answer["figures"]
     seconds = figures["lag_seconds"]
     assert trace(seconds, "p95")[-3:] == [30, None, 90]  # the missing day is a gap, not 0
-    assert "1 day with coverage under 90 %" in seconds["layout"]["title"]["text"]
+    # 95.8 % is named (not shaded), 50 % named and shaded
+    title = seconds["layout"]["title"]["text"]
+    assert f"2 days with coverage under 100 %: {D1} 95.8 %, {D3} 50.0 %; under 90 % shaded" in title
+    assert [shape["type"] for shape in seconds["layout"]["shapes"]] == ["line", "rect"]  # the SLO, one shade
     assert "5 of 7 days without statistics" in seconds["layout"]["title"]["text"]
     assert trace(figures["breach"], "minutes above the lag SLO")[-3:] == [15, None, 45]
     assert trace(figures["retries_dlq"], "DLQ arrivals")[-3:] == [7, None, 1]
