@@ -136,6 +136,7 @@ ACCESS: dict[str, Rule] = {
     "report-now": Rule(),
     "report-row": Rule(),
     "report-download": Rule(),
+    "metrics": Rule(sees="also without credentials from METRICS_ALLOWED_NETWORKS"),
     "tokens": Rule(sees="only the user's own tokens"),
     "token-create": Rule(get=None, post=VIEW),
     "token-revoke": Rule(get=None, post=VIEW, sees="only the user's own tokens"),

@@ -8,6 +8,7 @@ from .dlq import api as dlq_api
 from .dlq import views as dlq
 from .live import api as live_api
 from .live import views as live
+from .metrics import views as metrics
 from .reports import views as reports
 from .resets import views as resets
 from .stats import views as stats
@@ -50,6 +51,7 @@ urlpatterns = [
     path("account/tokens/", tokens.token_list, name="tokens"),
     path("account/tokens/new/", tokens.token_create, name="token-create"),
     path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),

@@ -8,6 +8,7 @@ under var/, Redis on 127.0.0.1:6379, no HTTPS redirect or HSTS.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from datetime import timedelta
@@ -381,6 +382,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEO
 # The API authenticates scripts by per-user tokens (Authorization: Bearer). HTTP Basic with a
 # password is for old scripts only: off unless set, and never asked for by the API.
 API_BASIC_AUTH = env_bool("API_BASIC_AUTH", False)
+
+# /metrics (Prometheus): a token as for the API, or, without one, a scraper in one of these
+# networks (comma-separated CIDRs; none by default). Per-queue series multiply the series count
+# by the queues per group: off unless set.
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", [])
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network (10.0.0.0/8)") from None
+METRICS_PER_QUEUE = env_bool("METRICS_PER_QUEUE", False)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")

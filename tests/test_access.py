@@ -125,7 +125,9 @@ def test_every_url_allows_exactly_the_roles_in_the_table(client, personas, world
         status = response.status_code
         if who == "anonymous":
             expected_ok = (
-                status == 401 if url.startswith("/api/") else status == 302 and "/login/" in response["Location"]
+                status == 401
+                if url.startswith(("/api/", "/metrics"))
+                else status == 302 and "/login/" in response["Location"]
             )
         elif who in roles_with(rule):
             expected_ok = status not in (401, 403, 405) and status < 500 or status == 502

@@ -71,6 +71,8 @@ class GroupDocument:
     in_flight: int | None = None
     in_flight_note: str | None = None
     topics: list[str] = field(default_factory=list)
+    # per subscribed topic (retry topics apart): {"lag", "lag_seconds"}, None where unknown
+    topic_lags: dict[str, dict] = field(default_factory=dict)
     lag: int | None = None
     retry_lag: int | None = None
     lag_seconds: float | None = None
@@ -243,6 +245,7 @@ def build_document(
         consumption=consumption(progress),
         **_in_flight(progress, in_flight, in_flight_note),
         topics=progress.topics or subscribed or (previous.topics if previous else []),
+        topic_lags={} if broadcast else _topic_lags(queues),
         lag=_group_lag(main, broadcast, progress.complete),
         retry_lag=sum(q.lag for q in retry if q.lag is not None) if retry or progress.complete else None,
         # the worst queue; unknown as soon as one lagging queue could not be measured
@@ -326,6 +329,24 @@ def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
         expired=q.offset_expired,
         as_of=progress.fetched_at,
     )
+
+
+def _topic_lags(queues: list[QueueRow]) -> dict[str, dict]:
+    """Each topic's lag (unknown when one of its queues' is) and its worst queue's lag seconds
+    (unknown when a lagging queue could not be measured)."""
+    by_topic: dict[str, list[QueueRow]] = {}
+    for q in queues:
+        if not q.retry:
+            by_topic.setdefault(q.topic, []).append(q)
+    found = {}
+    for topic, rows in by_topic.items():
+        lags = [q.lag for q in rows]
+        seconds = [q.lag_seconds for q in rows if q.lag]
+        found[topic] = {
+            "lag": None if None in lags else sum(lags),
+            "lag_seconds": None if None in lags or None in seconds else max(seconds, default=0.0),
+        }
+    return found
 
 
 def _group_lag(main: list[QueueRow], broadcast: dict | None, complete: bool) -> int | None:

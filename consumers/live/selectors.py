@@ -132,7 +132,8 @@ def cluster_states(redis, clusters=None) -> list[ClusterState]:
     return [ClusterState(c, metas.get(c.pk), now) for c in clusters]
 
 
-def _rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[GroupRow]:
+def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[GroupRow]:
+    """Every group of `clusters` as the list shows it (`metas`: the clusters' metas, if read)."""
     ids = [c.pk for c in clusters]
     summaries = snapshots.read_summaries(redis, ids)
     metas = snapshots.read_metas(redis, ids) if metas is None else metas
@@ -143,7 +144,7 @@ def _rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[Gro
 def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
     """The home page: cluster states, health counts and the groups most behind, in one read."""
     metas = snapshots.read_metas(redis, [c.pk for c in clusters])
-    rows = _rows(redis, clusters, metas)
+    rows = group_rows(redis, clusters, metas)
     counts = Counter(row.health for row in rows)
     now = time.time()
     return Overview(
@@ -173,7 +174,7 @@ def group_page(
     needle, topic = query.strip().lower(), topic.strip()
     rows = [
         r
-        for r in _rows(redis, clusters)
+        for r in group_rows(redis, clusters)
         if (not needle or needle in r.summary["group"].lower())
         and (not topic or topic in (r.summary.get("topics") or []))
         and (not health or r.health == health)

@@ -1,0 +1,117 @@
+"""/metrics in the Prometheus text format, from what the last polls stored (never a broker call
+per scrape): per group and per topic, per cluster and broker, and the console's jobs.
+
+Unknown values are absent, never 0: a scrape without a group's lag has no lag series for it, and
+`rocketmq_console_group_data_age_seconds` says how old what is there is. States are state sets:
+one series per possible state, 1 for the current one, so a rule can match `== 1` on a state and
+Grafana can colour a timeline. Names and labels are documented in the README (Metrics)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..live.health import SEVERITY
+from ..live.selectors import ClusterState, GroupRow
+
+PREFIX = "rocketmq_console"
+CLUSTER_STATES = ("ok", "degraded", "failed", "stale", "never polled")
+BROKER_STATES = ("ok", "failing", "missing", "unknown")
+
+
+def _gauge(name: str, documentation: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_{name}", documentation, labels=list(labels))
+
+
+def _state_set(family: GaugeMetricFamily, labels: list[str], states: Iterable[str], current: str) -> None:
+    for state in states:
+        family.add_metric([*labels, state], 1.0 if state == current else 0.0)
+
+
+def group_families(rows: list[GroupRow], *, per_queue: dict | None = None) -> list[GaugeMetricFamily]:
+    """Per group: lag, lag seconds, retry lag, DLQ size, consume TPS, clients, in flight, data
+    age, staleness and health; per group and topic: lag and lag seconds; per queue (only when
+    `per_queue` maps (cluster, group) to the queue rows): lag."""
+    key = ("cluster", "group")
+    values = {
+        "lag": _gauge("group_lag_messages", "Messages not yet consumed (retry topics apart)", key),
+        "lag_seconds": _gauge("group_lag_seconds", "Age of the oldest unconsumed message, worst queue", key),
+        "retry_lag": _gauge("group_retry_lag_messages", "Messages waiting in the group's %RETRY% topic", key),
+        "dlq_count": _gauge("group_dlq_messages", "Messages in the group's dead-letter queue", key),
+        "consume_tps": _gauge("group_consume_tps", "Messages consumed per second, as the brokers report", key),
+        "clients": _gauge("group_clients", "Clients of the group online", key),
+        "in_flight": _gauge("group_in_flight_messages", "POP messages taken and not yet acked", key),
+    }
+    age = _gauge("group_data_age_seconds", "Age of the group's last read", key)
+    stale = _gauge("group_stale", "1 when the group's data is older than its cluster's staleness bound", key)
+    health = _gauge("group_health", "The group's health state (one series per state)", (*key, "state"))
+    topic_lag = _gauge("topic_lag_messages", "Messages of the topic not yet consumed by the group", (*key, "topic"))
+    topic_seconds = _gauge("topic_lag_seconds", "Age of the topic's oldest unconsumed message", (*key, "topic"))
+    queue_lag = _gauge("queue_lag_messages", "Messages of the queue not yet consumed",
+                       (*key, "topic", "broker", "queue_id"))  # fmt: skip
+    for row in rows:
+        labels = [row.cluster.name, row.summary["group"]]
+        for field, family in values.items():
+            value = row.summary.get(field)
+            if value is not None:
+                family.add_metric(labels, float(value))
+        if row.age is not None:
+            age.add_metric(labels, row.age)
+        stale.add_metric(labels, 1.0 if row.stale else 0.0)
+        _state_set(health, labels, SEVERITY, row.health)
+        for topic, lags in sorted((row.summary.get("topic_lags") or {}).items()):
+            if lags.get("lag") is not None:
+                topic_lag.add_metric([*labels, topic], float(lags["lag"]))
+            if lags.get("lag_seconds") is not None:
+                topic_seconds.add_metric([*labels, topic], float(lags["lag_seconds"]))
+        for q in (per_queue or {}).get((row.cluster.name, row.summary["group"]), []):
+            if q.lag is not None and not q.retry:
+                queue_lag.add_metric([*labels, q.topic, q.broker, str(q.queue_id)], float(q.lag))
+    families = [*values.values(), age, stale, health, topic_lag, topic_seconds]
+    return [*families, queue_lag] if per_queue is not None else families
+
+
+def cluster_families(states: list[ClusterState]) -> list[GaugeMetricFamily]:
+    state = _gauge("cluster_state", "The cluster's poll state (one series per state)", ("cluster", "state"))
+    duration = _gauge("cluster_poll_duration_seconds", "How long the cluster's last poll took", ("cluster",))
+    polled = _gauge("cluster_poll_age_seconds", "Seconds since the cluster's last poll ended", ("cluster",))
+    data = _gauge("cluster_data_age_seconds", "Seconds since the cluster's last successful poll", ("cluster",))
+    groups = _gauge("cluster_groups", "Consumer groups the last poll read", ("cluster",))
+    broker = _gauge("broker_state", "Each broker as the last poll saw it (one series per state)",
+                    ("cluster", "broker", "state"))  # fmt: skip
+    for s in states:
+        name = s.cluster.name
+        _state_set(state, [name], CLUSTER_STATES, s.state)
+        if s.meta is None:
+            continue
+        duration.add_metric([name], s.meta.duration)
+        polled.add_metric([name], s.polled_age)
+        if s.data_age is not None:
+            data.add_metric([name], s.data_age)
+        groups.add_metric([name], float(s.meta.groups))
+        for b in s.meta.brokers:
+            _state_set(broker, [name, b.name], BROKER_STATES, b.state)
+    return [state, duration, polled, data, groups, broker]
+
+
+def job_families(changes: dict[tuple[str, str], int], redrives: dict[str, int]) -> list[GaugeMetricFamily]:
+    """Change requests by kind and state, and redrive jobs by state (counts, the database's)."""
+    requests = _gauge("change_requests", "Change requests (resets, redrives) by kind and state", ("kind", "state"))
+    for (kind, state), count in sorted(changes.items()):
+        requests.add_metric([kind, state], float(count))
+    jobs = _gauge("redrive_jobs", "DLQ redrive jobs by state", ("state",))
+    for state, count in sorted(redrives.items()):
+        jobs.add_metric([state], float(count))
+    return [requests, jobs]
+
+
+class Snapshot(Collector):
+    """A registry's one collector: the families computed for this scrape."""
+
+    def __init__(self, families: list[GaugeMetricFamily]):
+        self.families = families
+
+    def collect(self):
+        return iter(self.families)

@@ -1,0 +1,67 @@
+"""GET /metrics: the Prometheus scrape endpoint. Who: an API token (`authorization:` in the
+scrape config) or a session with a console role, like /api/; or, without credentials, a
+scraper whose address is in METRICS_ALLOWED_NETWORKS."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.db.models import Count
+from django.http import HttpResponse
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from ..access import api_view
+from ..changes.models import ChangeRequest
+from ..dlq.models import RedriveJob
+from ..live import selectors, snapshots
+from ..models import Cluster
+from ..redis_client import get_redis
+from .exposition import Snapshot, cluster_families, group_families, job_families
+
+# the text format every Prometheus 2.x reads (our names need nothing of the newer one)
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+
+
+def exposition() -> bytes:
+    redis = get_redis()
+    clusters = list(Cluster.objects.order_by("name"))
+    states = selectors.cluster_states(redis, clusters)
+    rows = selectors.group_rows(redis, clusters, {s.cluster.pk: s.meta for s in states})
+    per_queue = None
+    if settings.METRICS_PER_QUEUE:
+        per_queue = {
+            (c.name, group): doc.queues for c in clusters for group, doc in snapshots.read_details(redis, c.pk).items()
+        }
+    changes = ChangeRequest.objects.values_list("kind", "state").annotate(n=Count("id"))
+    redrives = RedriveJob.objects.values_list("state").annotate(n=Count("id"))
+    registry = CollectorRegistry(auto_describe=False)
+    families = [
+        *group_families(rows, per_queue=per_queue),
+        *cluster_families(states),
+        *job_families({(kind, state): n for kind, state, n in changes}, dict(redrives)),
+    ]
+    registry.register(Snapshot(families))
+    return generate_latest(registry)
+
+
+@api_view
+def _for_user(request):
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE)
+
+
+def _allowed_address(request) -> bool:
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return any(address in ipaddress.ip_network(net, strict=False) for net in settings.METRICS_ALLOWED_NETWORKS)
+
+
+@login_not_required
+def metrics(request):
+    if request.method in ("GET", "HEAD") and "Authorization" not in request.headers and _allowed_address(request):
+        return HttpResponse(exposition(), content_type=CONTENT_TYPE)
+    return _for_user(request)
