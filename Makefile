@@ -33,3 +33,4 @@ bench:
 	.venv/bin/python -m bench.bench_redrive --cpus shared
 	.venv/bin/python -m bench.bench_stats
 	.venv/bin/python -m bench.bench_reports
+	.venv/bin/python -m bench.bench_metrics

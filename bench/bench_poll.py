@@ -47,13 +47,15 @@ def main() -> None:
             with_proxy = Cluster.objects.create(
                 name="bench-proxy", namesrv_addrs=cluster_process.namesrv_addr, proxy_addrs=proxy.remoting_address
             )
-        durations, proxied = [], []
+        durations, proxied, stages = [], [], []
         for i in range(args.polls):
             result = poll_cluster(cluster)
             assert result.status == "ok" and result.groups >= args.groups, result
             durations.append(result.duration)
+            stages.append(result.stages)
             label = "first (fills the lag-time cache)" if i == 0 else ""
             print(f"poll {i + 1}: {result.duration:.3f} s, {result.groups} groups {label}")
+            print("   " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in result.stages.items()))
             if with_proxy is not None:
                 result = poll_cluster(with_proxy)
                 assert result.status == "ok" and result.groups >= args.groups, result
@@ -74,6 +76,9 @@ def main() -> None:
     print(f"\nFull poll of {args.groups} groups incl. Redis write and history append:")
     print(f"  median {statistics.median(steady):.3f} s, worst {max(steady):.3f} s, first {durations[0]:.3f} s")
     print(f"  history rows staged: {staged:,}; last poll status {meta.status}")
+    print("  per stage, median of the polls after the first (s):")
+    for name in stages[-1]:
+        print(f"    {name:<20} {statistics.median(s.get(name, 0.0) for s in stages[1:]):8.3f}")
     print(f"target: at most 3 s -> {'met' if max(steady) <= 3 else 'NOT met'}")
 
 

@@ -188,6 +188,8 @@ class ClusterMeta:
     skipped: dict | None = None
     # history rows not written yet ({pending_polls, since, error, dropped}); None: all written
     history: dict | None = None
+    # seconds per stage of the poll up to the Redis write (live/stages.py)
+    stages: dict = field(default_factory=dict)
 
     def to_wire(self) -> dict:
         data = self.__dict__.copy()

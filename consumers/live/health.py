@@ -39,6 +39,8 @@ class Thresholds:
     retry_rate_per_minute: float  # retry topic growth that counts as a storm
 
     def with_overrides(self, overrides: dict) -> Thresholds:
+        if not overrides:
+            return self  # most groups: no copy per group and poll
         known = {f.name for f in dataclasses.fields(self)}
         return dataclasses.replace(self, **{k: v for k, v in overrides.items() if k in known and v is not None})
 

@@ -24,6 +24,7 @@ from .config import default_thresholds, history_store
 from .history import HistoryStore
 from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
+from .stages import Stages
 
 
 def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None) -> PollResult:
@@ -38,10 +39,12 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
         except RocketMQError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return publish_failure(cluster, error=error, polled_at=polled_at, started=started, redis=redis)
+        with reading.stages.timing("known brokers"):
+            known = brokers.reconcile(cluster, reading.snapshot, now=polled_at)
         return publish_poll(
             cluster,
             reading,
-            brokers=brokers.reconcile(cluster, reading.snapshot, now=polled_at),
+            brokers=known,
             redis=redis,
             history=history or history_store(),
             thresholds=default_thresholds(),
@@ -68,24 +71,30 @@ def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
 
 async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
     """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
+    stages = Stages()
     ask = _proxy_ask(cluster, redis)
-    snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
+    with stages.timing("brokers read"):
+        snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
     if ask.addresses:
         known = [g for g, p in snapshot.groups.items() if p.via_proxy]
         _remember_proxy_groups(redis, cluster, known, ask.next_cursor)
     unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
-    dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
-    lag_times = await lagtime.measure(
-        client,
-        list(snapshot.groups.values()),
-        now_ms=int(polled_at * 1000),
-        redis=redis,
-        cache_key=snapshots.key(cluster.pk, "lagtime"),
-        budget=settings.ROCKETMQ_LAGTIME_BUDGET,
-    )
-    reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts)
+    with stages.timing("DLQ sizes"):
+        dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
+    with stages.timing("lag seconds"):
+        lag_times = await lagtime.measure(
+            client,
+            list(snapshot.groups.values()),
+            now_ms=int(polled_at * 1000),
+            redis=redis,
+            cache_key=snapshots.key(cluster.pk, "lagtime"),
+            budget=settings.ROCKETMQ_LAGTIME_BUDGET,
+        )
+    reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts,
+                          stages=stages)  # fmt: skip
     if cluster.broker_metrics:
-        reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
+        with stages.timing("in flight"):
+            reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
     return reading
 
 

@@ -22,6 +22,7 @@ from .documents import BrokerState, ClusterMeta, GroupDocument
 from .health import Thresholds, evaluate
 from .history import HistoryStore, history_tables
 from .spool import HistorySpool, write_history
+from .stages import Stages
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class PollReading:
     # POP messages in flight per group from the brokers' metrics; None: not read (why: the note)
     in_flight: dict[str, int] | None = None
     in_flight_note: str | None = "broker metrics not enabled for this cluster (its broker metrics URLs)"
+    stages: Stages = field(default_factory=Stages)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class PollResult:
     groups: int = 0
     duration: float = 0.0
     error: str | None = None
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (live/stages.py)
 
 
 def publish_poll(
@@ -61,25 +64,28 @@ def publish_poll(
     spool: HistorySpool | None = None,
 ) -> PollResult:
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start."""
-    snapshot, polled_at = reading.snapshot, reading.polled_at
-    previous = snapshots.read_details(redis, cluster.pk)
+    snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
+    with stages.timing("previous documents"):
+        previous = snapshots.read_details(redis, cluster.pk)
     unreachable = brokers.unreachable()
-    docs = {
-        group: documents.build_document(
-            progress,
-            lag_times=reading.lag_times,
-            dlq_count=reading.dlq_counts.get(group),
-            previous=previous.get(group),
-            unreachable=unreachable,
-            in_flight=reading.in_flight,
-            in_flight_note=reading.in_flight_note,
-        )
-        for group, progress in snapshot.groups.items()
-    }
-    docs.update(_unlisted(previous, snapshot, unreachable))
-    documents.mark_retry_topic_groups(docs)
-    samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
-    _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
+    with stages.timing("documents"):
+        docs = {
+            group: documents.build_document(
+                progress,
+                lag_times=reading.lag_times,
+                dlq_count=reading.dlq_counts.get(group),
+                previous=previous.get(group),
+                unreachable=unreachable,
+                in_flight=reading.in_flight,
+                in_flight_note=reading.in_flight_note,
+            )
+            for group, progress in snapshot.groups.items()
+        }
+        docs.update(_unlisted(previous, snapshot, unreachable))
+        documents.mark_retry_topic_groups(docs)
+        samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
+    with stages.timing("health"):
+        _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
     old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
@@ -88,7 +94,7 @@ def publish_poll(
         cluster_id=cluster.pk,
         name=cluster.name,
         polled_at=polled_at,
-        duration=round(time.monotonic() - started, 3),
+        duration=0.0,
         status="degraded" if degraded else "ok",
         last_success_at=polled_at,
         groups=len(docs),
@@ -98,13 +104,18 @@ def publish_poll(
         proxies=proxies,
     )
     # history first: its state (rows spooled after a failed write, or lost) is part of the meta
-    meta.history = write_history(spool or history_spool(), history, cluster.name, polled_at,
-                                 history_tables(docs.values()), old_meta.history if old_meta else None)  # fmt: skip
+    with stages.timing("history"):
+        meta.history = write_history(spool or history_spool(), history, cluster.name, polled_at,
+                                     history_tables(docs.values()), old_meta.history if old_meta else None)  # fmt: skip
     if meta.history:
         log.warning("history of %s not written, %s poll(s) spooled: %s", cluster.name,
                     meta.history["pending_polls"], meta.history["error"])  # fmt: skip
-    snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
-    return PollResult(cluster.pk, meta.status, groups=len(docs), duration=time.monotonic() - started)
+    # the Redis write is the one stage the meta cannot time (it is in it): the result has it
+    meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
+    with stages.timing("Redis write"):
+        snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
+    duration = time.monotonic() - started
+    return PollResult(cluster.pk, meta.status, groups=len(docs), duration=duration, stages=dict(stages.seconds))
 
 
 def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: float, redis) -> PollResult:

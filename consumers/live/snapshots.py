@@ -89,11 +89,24 @@ def read_details(redis, cluster_id: int) -> dict[str, GroupDocument]:
 
 def read_window(redis, cluster_id: int, *, since: float) -> dict[str, list[Sample]]:
     """Each group's samples newer than `since`, oldest first."""
+    inside = []
+    for raw in redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1):  # newest first
+        if _entry_time(raw) < since:
+            break  # and so is every older one: not decoded (an entry holds every group's sample)
+        inside.append(raw)
     samples: dict[str, list[Sample]] = {}
-    for raw in reversed(redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)):
-        entry = json.loads(raw)
-        if entry["t"] < since:
-            continue
-        for group, wire in entry["s"].items():
+    for raw in reversed(inside):
+        for group, wire in json.loads(raw)["s"].items():
             samples.setdefault(group, []).append(Sample.from_wire(wire))
     return samples
+
+
+def _entry_time(raw: bytes | str) -> float:
+    """An entry's poll time without decoding its samples: write_poll puts "t" first."""
+    head = raw[:40].decode() if isinstance(raw, bytes) else raw[:40]
+    if head.startswith('{"t":'):
+        try:
+            return float(head[5 : head.index(",")])
+        except ValueError:
+            pass
+    return json.loads(raw)["t"]

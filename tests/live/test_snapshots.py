@@ -1,0 +1,23 @@
+"""The health window in Redis: only the entries inside the window are read, oldest first."""
+
+from __future__ import annotations
+
+import json
+
+from consumers.live import snapshots
+from consumers.live.health import Sample
+
+
+def sample(t: float, lag: int) -> dict:
+    return Sample(t=t, online=True, lag=lag, consumed=lag).to_wire()
+
+
+def test_the_window_reads_the_entries_since_oldest_first(redis):
+    key = snapshots.key(7, "window")
+    for t in (100.0, 115.0, 130.0, 145.0):
+        redis.lpush(key, snapshots._dumps({"t": t, "s": {"g": sample(t, int(t))}}))
+    # an entry that does not put "t" first is still read by its decoded time
+    redis.lpush(key, json.dumps({"s": {"g": sample(160.0, 160)}, "t": 160.0}))
+    window = snapshots.read_window(redis, 7, since=115.0)
+    assert [s.t for s in window["g"]] == [115.0, 130.0, 145.0, 160.0]
+    assert snapshots.read_window(redis, 7, since=161.0) == {}
