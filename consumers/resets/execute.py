@@ -204,7 +204,7 @@ def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dic
     replaced at any read is named (`went_back`, with when and who held it), even if it holds the
     target again by the end. `result["watched_seconds"]` says how long it watched."""
     applied = [r for r in rows if r["label"] in result["applied"]]
-    started = time.monotonic()
+    started, reset_ms = time.monotonic(), int(time.time() * 1000)
     deadline = started + settings.RESET_VERIFY_SECONDS
     checks: dict[str, dict] = {}
     went_back: dict[str, list[dict]] = {}
@@ -214,8 +214,9 @@ def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dic
         back = [label for label, check in checks.items() if check["note"].startswith("overwritten")]
         if back or not all(c["ok"] for c in checks.values()):
             # who holds the queues now (running info): asked only when something looks wrong
-            holders = _holders(request, result) if result.get("online") else {}
+            holders = _holders(request, result, reset_ms) if result.get("online") else {}
             checks = {r["label"]: _check(r, targets[r["label"]], current[r["label"]], result, holders) for r in applied}
+            back = [label for label, check in checks.items() if check["note"].startswith("overwritten")]
         for label in back:
             went_back.setdefault(label, []).append(
                 {
@@ -235,14 +236,19 @@ def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dic
     return checks
 
 
-def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[str, str]) -> dict:
+def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[str, tuple[str, bool]]) -> dict:
     replaced = result["replaced"].get(row["label"])
     check = {"target": target, "committed": now, "replaced": replaced, "ok": now == target}
     if now == target:
         check["note"] = "holds the target"
     elif now is not None and replaced is not None and now == replaced and target != replaced:
-        who = holders.get(row["label"]) or "a client"
-        check["note"] = f"overwritten by {who}: it committed its position from before the reset ({replaced})"
+        who, consumed_since = holders.get(row["label"], ("a client", False))
+        if consumed_since and result.get("online") and target < now:
+            # back at the old position by consuming everything again, not by an old commit
+            note = f"holds the target; consumed {now - target} since ({who} consumed after the reset)"
+            check.update(ok=True, note=note)
+        else:
+            check["note"] = f"overwritten by {who}: it committed its position from before the reset ({replaced})"
     elif (
         now is not None and result.get("online") and target < now <= row["max"] and (replaced is None or now < replaced)
     ):
@@ -252,12 +258,25 @@ def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[
     return check
 
 
-def _holders(request: ChangeRequest, result: dict) -> dict[str, str]:
-    """Which client holds each queue now (from the clients' running info), to name who overwrote."""
+def _holders(request: ChangeRequest, result: dict, reset_ms: int) -> dict[str, tuple[str, bool]]:
+    """Per queue: which client holds it now (from the clients' running info), and whether one of
+    them consumed from it after the reset. An offset back at the replaced one is either a client
+    committing its old position (the Java client may, while it pauses in its reset) or every
+    message consumed again: only the client's own last consumption time tells them apart."""
     from ..rocketmq import group_progress
 
     try:
         progress = run_on_cluster(request.cluster, lambda c: group_progress(c, request.group))
     except RocketMQError:
         return {}
-    return {f"{q.topic}@{q.broker_name}#{q.queue_id}": ",".join(q.clients) for q in progress.queues if q.clients}
+    consumed_at: dict[str, int] = {}
+    for info in progress.running_info.values():
+        for mq, queue in info.mq_table.items():
+            label = f"{mq.topic}@{mq.broker_name}#{mq.queue_id}"
+            consumed_at[label] = max(consumed_at.get(label, 0), queue.last_consume_timestamp)
+    return {
+        label: (",".join(q.clients), consumed_at.get(label, 0) > reset_ms)
+        for q in progress.queues
+        if q.clients
+        for label in [f"{q.topic}@{q.broker_name}#{q.queue_id}"]
+    }

@@ -238,7 +238,16 @@ async def read_groups(
 
     # consume stats on each master of a group, its connection list from its first master
     stats_targets = [(g, name) for g, p in result.items() for name in sorted(p.brokers) if name not in unreadable]
-    stats = await client.progress.consume_stats_many([(g, result[g].brokers[b]) for g, b in stats_targets])
+    names = {result[g].brokers[b]: b for g, b in stats_targets}
+    addresses = sorted(names)
+    dumps = await client.progress.offset_topics_many(addresses)
+    for address, dump in zip(addresses, dumps, strict=True):
+        if isinstance(dump, TransportError):  # no answer at all: not asked again this poll
+            unreadable[names[address]] = Problem.of("broker", names[address], dump)
+    stats_targets = [(g, b) for g, b in stats_targets if b not in unreadable]
+    # a broker that refused the dump (an ACL, an old version) is asked group by group as before
+    topics = {a: d for a, d in zip(addresses, dumps, strict=True) if not isinstance(d, RocketMQError)}
+    stats = await client.progress.consume_stats_many([(g, result[g].brokers[b]) for g, b in stats_targets], topics)
     unreadable.update(_silent_brokers(stats_targets, stats))
     offsets: dict[str, dict] = {g: {} for g in groups}
     for (group, broker), answer in zip(stats_targets, stats, strict=True):

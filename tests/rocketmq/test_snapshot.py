@@ -62,8 +62,8 @@ def test_one_groups_failure_stays_with_that_group(settled, namesrv):
         async with AdminClient(namesrv) as client:
             original = client.progress.consume_stats_many
 
-            async def failing_for_one(targets):
-                answers = await original(targets)
+            async def failing_for_one(targets, topics=None):
+                answers = await original(targets, topics)
                 return [
                     BrokerSystemError(1, "injected failure", address=a) if g == settled.lagging.group else answer
                     for answer, (g, a) in zip(answers, targets, strict=True)

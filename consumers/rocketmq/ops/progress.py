@@ -26,10 +26,46 @@ class Progress(Operations):
     # Batches: many targets pipelined at once (see RemotingClient.invoke_many); each result
     # is the typed answer or the typed error of that target alone.
 
-    async def consume_stats_many(self, targets: list[tuple[str, str]]) -> list[ConsumeStats | RocketMQError]:
-        """(group, broker address) pairs -> each group's consume stats on that broker."""
-        requests = [(a, {"consumerGroup": g}) for g, a in targets]
-        return await self._many(RequestCode.GET_CONSUME_STATS, requests, ConsumeStats.from_wire, "consume stats")
+    async def consume_stats_many(
+        self, targets: list[tuple[str, str]], topics: dict[str, dict[str, set[str]]] | None = None
+    ) -> list[ConsumeStats | RocketMQError]:
+        """(group, broker address) pairs -> each group's consume stats on that broker.
+
+        Asked without a topic, a broker finds the group's topics by scanning its whole offset
+        table (ConsumerOffsetManager.whichTopicByConsumer), so a poll of N groups costs it N
+        scans of N entries. With `topics` (broker address -> group -> topics, from
+        offset_topics_many) each topic is asked by name and the answers merged; a group the
+        dump does not name there is asked the old way."""
+        requests, owners = [], []
+        for index, (group, address) in enumerate(targets):
+            named = sorted((topics or {}).get(address, {}).get(group, ()))
+            for topic in named or [None]:
+                requests.append((address, {"consumerGroup": group, "topic": topic}))
+                owners.append(index)
+        answers = await self._many(RequestCode.GET_CONSUME_STATS, requests, ConsumeStats.from_wire, "consume stats")
+        merged: list[ConsumeStats | RocketMQError | None] = [None] * len(targets)
+        for index, answer in zip(owners, answers, strict=True):
+            held = merged[index]
+            if held is None or (isinstance(answer, RocketMQError) and not isinstance(held, RocketMQError)):
+                merged[index] = answer  # the first answer, or the first error (a partial merge is no answer)
+            elif not isinstance(held, RocketMQError):
+                merged[index] = held.merge(answer)
+        return merged
+
+    async def offset_topics_many(self, addresses: list[str]) -> list[dict[str, set[str]] | RocketMQError]:
+        """Per broker: group -> the topics it has offsets for there, from one dump of the
+        broker's offset table (GET_ALL_CONSUMER_OFFSET, keys "topic@group")."""
+
+        def topics_by_group(data: dict) -> dict[str, set[str]]:
+            found: dict[str, set[str]] = {}
+            for key in data.get("offsetTable") or {}:
+                topic, _, group = str(key).partition("@")
+                if group:
+                    found.setdefault(group, set()).add(topic)
+            return found
+
+        requests = [(a, {}) for a in addresses]
+        return await self._many(RequestCode.GET_ALL_CONSUMER_OFFSET, requests, topics_by_group, "consumer offsets")
 
     async def consumer_connections_many(
         self, targets: list[tuple[str, str]]
