@@ -23,7 +23,7 @@ pytestmark = [
 def proxy(rmq_runtime, rocketmq):
     local = LocalProxy(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "proxy-browser").start()
     yield local
-    local.stop()
+    local.stop(grace=2)  # throwaway: no need to wait for a graceful shutdown
 
 
 def test_a_grpc_groups_page_and_the_groups_list_show_how_it_consumes(

@@ -38,7 +38,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from consumers.live import history_schema
-from consumers.stats import transforms
+from consumers.stats import gaps, transforms
 from consumers.stats.session import spark_session
 
 # The history's schema as the poller writes it (one definition: history_schema.py), plus its
@@ -177,10 +177,8 @@ def _days(first: dt.date, last: dt.date) -> list[dt.date]:
 
 
 def _why_skipped(day: dt.date, params: dict) -> str:
-    kept = params.get("history_retention_days")
-    if kept and day < dt.date.fromisoformat(params["as_of"][:10]) - dt.timedelta(days=kept):
-        return f"no history for {day}: the history is kept {kept} days"
-    return f"no poll of this cluster on {day} in the history"
+    as_of = dt.date.fromisoformat(params["as_of"][:10])
+    return gaps.why_skipped(day, as_of, params.get("history_retention_days"))
 
 
 def main(argv: list[str] | None = None) -> int:

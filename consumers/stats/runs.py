@@ -27,6 +27,7 @@ from .. import claims
 from ..changes.models import ChangeRequest, State
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
+from . import gaps
 from .models import ClusterDay, GroupDay, RunDay, StatsRun
 from .selectors import days_between
 from .session import spark_environment, submit_command
@@ -162,7 +163,12 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         store = history_store()
         for name in run.clusters:
             store.flush(name)  # staged rows are Arrow files Spark does not read
-        params_path.write_text(json.dumps(run_parameters(run), indent=1))
+        params = run_parameters(run)
+        skipped = _skipped_before_spark(run, params)
+        if skipped is not None:  # nothing to compute: no Spark started to find that out
+            run.skipped, run.input_rows, run.output_rows = skipped, 0, 0
+            return _finish(run, failed=_nothing_computed(skipped), token=token)
+        params_path.write_text(json.dumps(params, indent=1))
         with open(log_path, "wb") as log:
             finished = subprocess.run(
                 spark_command(params_path, summary_path),
@@ -191,6 +197,21 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         return _finish(run, failed=failed, token=token)
     except Exception as exc:  # recorded on the run, which must never stay "running"
         return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}", token=token)
+
+
+def _skipped_before_spark(run: StatsRun, params: dict) -> list[dict] | None:
+    """Every (cluster, day) of the run, with why, when a local history has no poll of any of
+    them; None when there is something to compute (or the history is not local)."""
+    days = days_between(run.first, run.last)
+    polled = gaps.polled_locally(params["history"], run.clusters, days)
+    if polled is None or polled:
+        return None
+    as_of = timezone.now().date()
+    return [
+        {"cluster": c, "date": d.isoformat(), "why": gaps.why_skipped(d, as_of, settings.HISTORY_RETENTION_DAYS)}
+        for c in run.clusters
+        for d in days
+    ]
 
 
 def _nothing_computed(skipped: list[dict]) -> str:

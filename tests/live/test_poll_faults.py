@@ -28,7 +28,7 @@ def small(rmq_runtime):
     yield local
     if getattr(local, "mqadmin", None) is not None:
         local.mqadmin.close()
-    local.stop()
+    local.discard()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 def proxy(rmq_runtime, rocketmq):
     local = LocalProxy(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "proxy").start()
     yield local
-    local.stop()
+    local.stop(grace=2)  # throwaway: no need to wait for a graceful shutdown
 
 
 @pytest.fixture

@@ -346,7 +346,7 @@ def test_an_old_position_committed_over_the_reset_is_caught_by_verification(
         assert any(n.startswith("overwritten by") and "(1)" in n for n in notes), notes
         assert PREPARED_MESSAGES // 2 in {c["target"] for c in done.result["verification"].values()}
     finally:
-        local.stop()
+        local.discard()
 
 
 def test_group_page_links_and_the_reset_form_preview(

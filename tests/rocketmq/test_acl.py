@@ -38,7 +38,7 @@ def secured(rmq_runtime):
         credentials=Credentials(USER, PASSWORD),
     )
     yield local
-    local.stop()
+    local.discard()
 
 
 def test_only_correctly_signed_requests_are_answered(secured):

@@ -28,7 +28,7 @@ TOPIC, GROUP = "T-faults", "G-faults"
 def cluster(rmq_runtime):
     local = prepared_cluster(rmq_runtime, SESSION_DIR / "faults", topic=TOPIC, group=GROUP)
     yield local
-    local.stop()
+    local.discard()
 
 
 def _client(cluster, **options) -> AdminClient:

@@ -4,6 +4,8 @@ the task runs nothing, and a standalone Spark master + worker gives the same row
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from consumers.live.history import HistoryStore
@@ -75,6 +77,7 @@ def test_a_run_over_expired_history_fails_and_keeps_the_day(stats_settings, tmp_
     assert run.error_tail == f"nothing computed, every day keeps the statistics it had: {why}"
     assert list(GroupDay.objects.values_list("group", "consumed")) == [("g1", 28)] and GroupDay.objects.get() == kept
     assert ClusterDay.objects.get().polls == 5 and run.output_rows == 0
+    assert not Path(run.log_path).exists()  # a local history without the day: no Spark started to learn it
 
 
 def test_failing_job_is_recorded_with_its_error(stats_settings, tmp_path):

@@ -1,0 +1,29 @@
+"""Days the statistics cannot compute: the rule and its words, shared by the job (which finds
+them in the history it reads) and the run (which, for a local history, finds them before it
+starts Spark at all). Plain Python: the job's driver imports it too."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+
+def why_skipped(day: dt.date, as_of: dt.date, kept_days: int | None) -> str:
+    if kept_days and day < as_of - dt.timedelta(days=kept_days):
+        return f"no history for {day}: the history is kept {kept_days} days"
+    return f"no poll of this cluster on {day} in the history"
+
+
+def polled_locally(history_url: str, clusters: list[str], days: list[dt.date]) -> set[tuple[str, str]] | None:
+    """The (cluster, day) pairs a local history has poll files for; None when the history is
+    not a local directory (a shared store is left to the job to read)."""
+    path = history_url.removeprefix("file://")
+    if "://" in path:
+        return None
+    root = Path(path) / "group_stats"
+    return {
+        (cluster, day.isoformat())
+        for cluster in clusters
+        for day in days
+        if any((root / f"cluster={cluster}" / f"date={day.isoformat()}").glob("*.parquet"))
+    }
