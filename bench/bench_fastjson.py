@@ -67,6 +67,16 @@ def main() -> None:
     print(f"  fastjson.loads, fastjson form    {ours_seconds * 1000:8.3f} ms")
     print(f"  ... and typed ConsumeStats       {typed_seconds * 1000:8.3f} ms")
     print(f"ratio fastjson.loads / json.loads = {ours_seconds / json_seconds:.2f}x   (target: at most 3x)")
+    # a broker's offset table (GET_ALL_CONSUMER_OFFSET): per "topic@group", a map with int keys
+    # json cannot read; the cost must grow with the entries, not with their square
+    print("\nOffset-table dump (int-keyed maps), against json.loads of the same data with string keys:")
+    for groups in (5_000, 20_000):
+        dump = "{" + ",".join(f'"T@g-{i:05d}":{{0:5,1:6,2:7,3:8}}' for i in range(groups)) + "}"
+        plain = "{" + ",".join(f'"T@g-{i:05d}":{{"0":5,"1":6,"2":7,"3":8}}' for i in range(groups)) + "}"
+        dump_seconds = best_of(lambda d=dump: loads(d), repeat=3, number=1)
+        plain_seconds = best_of(lambda p=plain: json.loads(p), repeat=3, number=1)
+        print(f"  {groups:>6,} entries: {dump_seconds * 1000:8.1f} ms vs {plain_seconds * 1000:6.1f} ms "
+              f"({dump_seconds / plain_seconds:.1f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -108,6 +108,16 @@ def _object_keyed_map(text: str, pos: int) -> tuple[KeyedPairs, int] | None:
         return None
 
 
+def _json_cannot_open(text: str, pos: int) -> bool:
+    """An object whose first key is not a string (fastjson's `{0:5}` or `{{...}:...}`): json's
+    scanner would refuse it, and its refusal (JSONDecodeError) counts the lines from the start
+    of the body to say where, which over a large body, once per such object, is quadratic."""
+    if not text.startswith("{", pos):
+        return False
+    first = _skip(text, pos + 1)
+    return not (text.startswith('"', first) or text.startswith("}", first))
+
+
 class _Parser:
     def __init__(self, text: str):
         self.text = text
@@ -116,14 +126,15 @@ class _Parser:
         if depth > MAX_DEPTH:
             raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels")
         text = self.text
-        try:
-            return _scan_once(text, pos)
-        except StopIteration:
-            raise ProtocolError(f"expected a value at character {pos}") from None
-        except RecursionError:
-            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
-        except ValueError:
-            pass  # a container json cannot read: walk it ourselves
+        if not _json_cannot_open(text, pos):
+            try:
+                return _scan_once(text, pos)
+            except StopIteration:
+                raise ProtocolError(f"expected a value at character {pos}") from None
+            except RecursionError:
+                raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
+            except ValueError:
+                pass  # a container json cannot read: walk it ourselves
         char = text[pos] if pos < len(text) else ""
         if char == "{":
             return self.object(pos, depth)
@@ -201,14 +212,15 @@ class _Parser:
 
     def _nested(self, scan, pos: int, depth: int) -> tuple[object, int]:
         """A value (or object key) json's scanner can read, else our own walk of it."""
-        try:
-            return scan(self.text, pos)
-        except StopIteration:
-            raise ProtocolError(f"expected a value at character {pos}") from None
-        except RecursionError:
-            raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
-        except ValueError:
-            pass  # a container json cannot read: walk it (without asking the scanner again)
+        if not _json_cannot_open(self.text, pos):
+            try:
+                return scan(self.text, pos)
+            except StopIteration:
+                raise ProtocolError(f"expected a value at character {pos}") from None
+            except RecursionError:
+                raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels") from None
+            except ValueError:
+                pass  # a container json cannot read: walk it (without asking the scanner again)
         if depth + 1 > MAX_DEPTH:
             raise ProtocolError(f"body nests deeper than {MAX_DEPTH} levels")
         char = self.text[pos : pos + 1]

@@ -123,3 +123,13 @@ def test_pairs_accepts_the_array_of_pairs_form_some_peers_send():
 def test_malformed_bodies_raise_protocol_errors(body):
     with pytest.raises(ProtocolError):
         loads(body)
+
+
+def test_an_offset_table_dump_with_int_keyed_maps_and_whitespace():
+    # GET_ALL_CONSUMER_OFFSET: "topic@group" -> {queue id: offset}; json refuses the inner maps
+    body = b'{"offsetTable":{"T@g1":{0:5,1:6},"%RETRY%g1@g1":{ 0 : 0 },"T@g2":{}},"dataVersion":{"counter":3}}'
+    data = loads(body)
+    assert data["offsetTable"] == {"T@g1": {0: 5, 1: 6}, "%RETRY%g1@g1": {0: 0}, "T@g2": {}}
+    assert data["dataVersion"] == {"counter": 3}
+    with pytest.raises(ProtocolError):
+        loads(b'{"offsetTable":{"T@g1":{0:5,1:}}}')
