@@ -16,9 +16,10 @@ def why_skipped(day: dt.date, as_of: dt.date, kept_days: int | None) -> str:
 
 def polled_locally(history_url: str, clusters: list[str], days: list[dt.date]) -> set[tuple[str, str]] | None:
     """The (cluster, day) pairs a local history has poll files for; None when the history is
-    not a local directory (a shared store is left to the job to read)."""
+    not a local directory, or not there at all (the job reads a shared store, and says what is
+    wrong with a location that does not exist)."""
     path = history_url.removeprefix("file://")
-    if "://" in path:
+    if "://" in path or not Path(path).is_dir():
         return None
     root = Path(path) / "group_stats"
     return {
