@@ -14,6 +14,19 @@ def why_skipped(day: dt.date, as_of: dt.date, kept_days: int | None) -> str:
     return f"no poll of this cluster on {day} in the history"
 
 
+def skipped(clusters: list[str], first: dt.date, last: dt.date, polled: set[tuple[str, str]], params: dict) -> list:
+    """Each (cluster, day) of the period without polls, with why: the summary's and the run's
+    `skipped` (`params`: the run's parameters, for as_of and the history's retention)."""
+    as_of = dt.date.fromisoformat(params["as_of"][:10])
+    days = [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
+    return [
+        {"cluster": c, "date": d.isoformat(), "why": why_skipped(d, as_of, params.get("history_retention_days"))}
+        for c in clusters
+        for d in days
+        if (c, d.isoformat()) not in polled
+    ]
+
+
 def polled_locally(history_url: str, clusters: list[str], days: list[dt.date]) -> set[tuple[str, str]] | None:
     """The (cluster, day) pairs a local history has poll files for; None when the history is
     not a local directory, or not there at all (the job reads a shared store, and says what is

@@ -139,12 +139,7 @@ def run(spark: SparkSession, params: dict) -> dict:
         "input_rows": input_rows,
         "output_rows": {},
         "computed": [{"cluster": c, "date": d} for c, d in sorted(polled)],
-        "skipped": [
-            {"cluster": c, "date": d.isoformat(), "why": _why_skipped(d, params)}
-            for c in names
-            for d in _days(first, last)
-            if (c, d.isoformat()) not in polled
-        ],
+        "skipped": gaps.skipped(names, first, last, polled, params),
         "seconds": 0.0,
     }
     if not polled:
@@ -170,15 +165,6 @@ def run(spark: SparkSession, params: dict) -> dict:
         fs.delete(path, True)
     summary["seconds"] = round(time.monotonic() - started, 3)
     return summary
-
-
-def _days(first: dt.date, last: dt.date) -> list[dt.date]:
-    return [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
-
-
-def _why_skipped(day: dt.date, params: dict) -> str:
-    as_of = dt.date.fromisoformat(params["as_of"][:10])
-    return gaps.why_skipped(day, as_of, params.get("history_retention_days"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -202,16 +202,10 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
 def _skipped_before_spark(run: StatsRun, params: dict) -> list[dict] | None:
     """Every (cluster, day) of the run, with why, when a local history has no poll of any of
     them; None when there is something to compute (or the history is not local)."""
-    days = days_between(run.first, run.last)
-    polled = gaps.polled_locally(params["history"], run.clusters, days)
+    polled = gaps.polled_locally(params["history"], run.clusters, days_between(run.first, run.last))
     if polled is None or polled:
         return None
-    as_of = timezone.now().date()
-    return [
-        {"cluster": c, "date": d.isoformat(), "why": gaps.why_skipped(d, as_of, settings.HISTORY_RETENTION_DAYS)}
-        for c in run.clusters
-        for d in days
-    ]
+    return gaps.skipped(run.clusters, run.first, run.last, polled, params)
 
 
 def _nothing_computed(skipped: list[dict]) -> str:
