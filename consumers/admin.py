@@ -68,3 +68,6 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+from .alerts import admin as alerts_admin  # noqa: E402, F401  (its models register there)

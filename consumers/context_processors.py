@@ -9,6 +9,9 @@ def roles(request):
     if user is None or not user.is_authenticated:
         return {}
     context = {"user_roles": roles_of(user), "single_person_mode": settings.CHANGES_SINGLE_PERSON_MODE}
+    from .alerts.selectors import firing_count
+
+    context["firing_alerts"] = firing_count()
     if user.has_perm(perm(APPROVE)):
         from .changes.selectors import pending_count
 

@@ -153,6 +153,7 @@ class KnownBroker(models.Model):
 
 
 # Feature packages keep their models next to their code; Django finds them through this module.
+from .alerts.models import Alert, AlertRule, Channel, Delivery, Silence  # noqa: E402, F401
 from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, F401
 from .dlq.models import RedriveJob, RedrivenMessage  # noqa: E402, F401
 from .reports.models import Report  # noqa: E402, F401

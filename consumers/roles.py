@@ -2,7 +2,8 @@
 
 viewer reads everything; operator may also request resets and redrives; approver may approve
 them (someone else's: a request is never approved by its author); admin may do all of it and
-manage clusters.
+manage clusters, alert rules and channels. Silencing and acknowledging alerts is an
+operator's (REQUEST).
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ CLUSTER_MODEL_PERMISSIONS = [
     "view_knownbroker",
     "delete_knownbroker",
 ]
+# alert rules and channels are the admin's, in the Django admin (alerts, silences: read there)
+ALERT_MODEL_PERMISSIONS = [
+    "add_alertrule",
+    "change_alertrule",
+    "delete_alertrule",
+    "view_alertrule",
+    "add_channel",
+    "change_channel",
+    "delete_channel",
+    "view_channel",
+    "view_alert",
+    "view_delivery",
+    "view_silence",
+]
 # django-axes's admin pages: login failures and lockouts (deleting an access attempt unlocks)
 AXES_MODEL_PERMISSIONS = [
     "view_accessattempt",
@@ -39,7 +54,7 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     "viewer": [VIEW],
     "operator": [VIEW, REQUEST],
     "approver": [VIEW, APPROVE],
-    "admin": [VIEW, REQUEST, APPROVE, *CLUSTER_MODEL_PERMISSIONS, *AXES_MODEL_PERMISSIONS],
+    "admin": [VIEW, REQUEST, APPROVE, *CLUSTER_MODEL_PERMISSIONS, *ALERT_MODEL_PERMISSIONS, *AXES_MODEL_PERMISSIONS],
 }
 ROLES = tuple(ROLE_PERMISSIONS)
 
@@ -136,6 +151,10 @@ ACCESS: dict[str, Rule] = {
     "report-now": Rule(),
     "report-row": Rule(),
     "report-download": Rule(),
+    "alerts": Rule(sees="acknowledge, silence: operator and admin"),
+    "alert-acknowledge": Rule(get=None, post=REQUEST),
+    "silence-create": Rule(get=None, post=REQUEST),
+    "silence-end": Rule(get=None, post=REQUEST),
     "metrics": Rule(sees="also without credentials from METRICS_ALLOWED_NETWORKS"),
     "tokens": Rule(sees="only the user's own tokens"),
     "token-create": Rule(get=None, post=VIEW),
@@ -143,6 +162,7 @@ ACCESS: dict[str, Rule] = {
     "api-clusters": Rule(),
     "api-groups": Rule(),
     "api-group": Rule(),
+    "api-alerts": Rule(),
     "api-dlq-messages": Rule(sees=BODY_RULE),
     "api-dlq-redrive": Rule(get=None, post=REQUEST),
     "api-dlq-job": Rule(),

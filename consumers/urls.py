@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from .alerts import views as alerts
 from .changes import api as changes_api
 from .changes import views as changes
 from .dlq import api as dlq_api
@@ -48,6 +49,10 @@ urlpatterns = [
     path("reports/now.<str:fmt>", reports.report_now, name="report-now"),
     path("reports/<int:pk>/row/", reports.report_row, name="report-row"),
     path("reports/<int:pk>/download.<str:fmt>", reports.download, name="report-download"),
+    path("alerts/", alerts.index, name="alerts"),
+    path("alerts/<int:pk>/acknowledge/", alerts.acknowledge, name="alert-acknowledge"),
+    path("alerts/silences/new/", alerts.silence_create, name="silence-create"),
+    path("alerts/silences/<int:pk>/end/", alerts.silence_end, name="silence-end"),
     path("account/tokens/", tokens.token_list, name="tokens"),
     path("account/tokens/new/", tokens.token_create, name="token-create"),
     path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
@@ -55,6 +60,7 @@ urlpatterns = [
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
+    path("api/alerts/", alerts.api_alerts, name="api-alerts"),
     path("api/dlq/jobs/<int:pk>/", dlq_api.job, name="api-dlq-job"),
     path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),
     path("api/dlq/<slug:cluster>/<str:group>/messages/", dlq_api.messages, name="api-dlq-messages"),

@@ -394,6 +394,14 @@ for _network in METRICS_ALLOWED_NETWORKS:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network (10.0.0.0/8)") from None
 METRICS_PER_QUEUE = env_bool("METRICS_PER_QUEUE", False)
 
+# Alerts (consumers/alerts/): links in notifications start with this
+CONSOLE_BASE_URL = env_str("CONSOLE_BASE_URL", "http://127.0.0.1:8000")
+# a failed notification is tried again after 5 s, 10 s, 20 s ... at most this far apart
+ALERT_RETRY_BASE_SECONDS = env_int("ALERT_RETRY_BASE_SECONDS", 5)
+ALERT_RETRY_MAX_SECONDS = env_int("ALERT_RETRY_MAX_SECONDS", 300)
+ALERT_DELIVERY_GIVE_UP_SECONDS = env_int("ALERT_DELIVERY_GIVE_UP_SECONDS", 24 * 3600)
+CELERY_BEAT_SCHEDULE["alert-deliveries"] = {"task": "consumers.alerts.tasks.deliver_due", "schedule": 5.0}
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)

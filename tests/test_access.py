@@ -14,6 +14,7 @@ import pytest
 from django.urls import get_resolver, reverse
 from django.utils import timezone
 
+from consumers.alerts.models import Alert, AlertRule, Silence
 from consumers.changes import workflow
 from consumers.changes.workflow import Actor
 from consumers.dlq.forms import DlqFilterForm
@@ -43,6 +44,9 @@ POST_DATA = {
         "formats": ["csv"],
     },  # fmt: skip
     "token-create": {"name": "script", "days": "1"},
+    "alert-acknowledge": {},
+    "silence-create": {"subject_pattern": "orders", "minutes": "30", "reason": "deploy"},
+    "silence-end": {},
     "token-revoke": {},
     "api-changes": {"cluster": "east", "group": "orders", "params": {"strategy": "earliest"}, "reason": "replay"},
     "api-change-action": {},
@@ -69,9 +73,15 @@ def world(personas, redis, settings, tmp_path, monkeypatch):
     run = StatsRun.objects.create(first=dt.date(2026, 1, 1), last=dt.date(2026, 1, 1), clusters=["east"],
                                   trigger="page", state="succeeded", master="local[*]")  # fmt: skip
     token, _ = tokens.create(personas["viewer"], name="theirs", days=None)
+    rule = AlertRule.objects.create(name="stopped", condition="state", states=["STOPPED"])
+    alert = Alert.objects.create(rule=rule, cluster=cluster, scope="group", subject="orders", state="firing",
+                                 evidence="STOPPED: no client", started_at=timezone.now())  # fmt: skip
+    silence = Silence.objects.create(starts_at=timezone.now(), ends_at=timezone.now() + dt.timedelta(hours=1),
+                                     reason="deploy", created_by=personas["admin"])  # fmt: skip
     return {
         "cluster": "east", "group": "orders", "broker": "broker-a", "queue_id": 0, "offset": 0,
-        "pk": {"change": change.pk, "dlq-job": job.pk, "report": report.pk, "stats": run.pk, "token": token.pk},
+        "pk": {"change": change.pk, "dlq-job": job.pk, "report": report.pk, "stats": run.pk, "token": token.pk,
+               "alert": alert.pk, "silence": silence.pk},
     }  # fmt: skip
 
 

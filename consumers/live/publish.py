@@ -19,8 +19,9 @@ from . import documents, snapshots
 from .brokers import BrokerReport
 from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
-from .health import Thresholds, evaluate
+from .health import Sample, Thresholds, evaluate
 from .history import HistoryStore, history_tables
+from .signals import announce
 from .spool import HistorySpool, write_history
 from .stages import Stages
 
@@ -85,7 +86,7 @@ def publish_poll(
         documents.mark_retry_topic_groups(docs)
         samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
     with stages.timing("health"):
-        _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
+        window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
     old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
@@ -114,6 +115,8 @@ def publish_poll(
     meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
     with stages.timing("Redis write"):
         snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
+    with stages.timing("announce"):
+        announce(cluster=cluster, meta=meta, documents=docs, window=window, polled_at=polled_at)
     duration = time.monotonic() - started
     return PollResult(cluster.pk, meta.status, groups=len(docs), duration=duration, stages=dict(stages.seconds))
 
@@ -131,6 +134,7 @@ def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: 
     meta.proxies = [dataclasses.replace(p, state="unknown", error=f"the poll failed: {error}", groups=None)
                     for p in meta.proxies]  # fmt: skip
     snapshots.write_meta(redis, cluster.pk, meta)
+    announce(cluster=cluster, meta=meta, documents=None, window=None, polled_at=polled_at)
     return PollResult(cluster.pk, "failed", duration=duration, error=error)
 
 
@@ -168,10 +172,14 @@ def _judge(
     overrides: dict[str, dict],
     redis,
     polled_at: float,
-) -> None:
+) -> dict[str, list[Sample]]:
+    """Set each document's health; returns the samples each was judged on, newest last."""
     longest = max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
     window = snapshots.read_window(redis, cluster.pk, since=polled_at - longest)
+    judged = {}
     for group, doc in docs.items():
         thresholds = base.with_overrides(overrides.get(group, {}))
         reason = doc.stale_reason if doc.stale else None
-        doc.set_health(evaluate(window.get(group, []) + [samples[group]], thresholds, unknown_reason=reason))
+        judged[group] = window.get(group, []) + [samples[group]]
+        doc.set_health(evaluate(judged[group], thresholds, unknown_reason=reason))
+    return judged

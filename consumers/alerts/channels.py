@@ -1,0 +1,143 @@
+"""Sending one notification on one channel. Each kind turns the same message (`message()`,
+the documented webhook schema) into what its receiver expects; any failure is a SendError
+with what the receiver said, for the delivery log.
+
+Webhook: POST of the message as JSON; headers X-Console-Event (firing, resolved),
+X-Console-Delivery (the delivery's id: a receiver that saw it already can drop a repeat) and
+X-Console-Signature: sha256=<hex HMAC-SHA256 of the body with the channel's secret>.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import smtplib
+import urllib.error
+import urllib.request
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.urls import reverse
+
+from .models import Alert, Channel, Delivery
+
+TIMEOUT_SECONDS = 10
+
+
+class SendError(Exception):
+    pass
+
+
+def message(delivery: Delivery) -> dict:
+    alert: Alert = delivery.alert
+    return {
+        "schema": "rocketmq-console.alert/1",
+        "delivery": delivery.pk,
+        "event": delivery.event,
+        "alert": {
+            "id": alert.pk,
+            "rule": alert.rule.name,
+            "condition": alert.rule.condition,
+            "severity": alert.rule.severity,
+            "cluster": alert.cluster.name,
+            "scope": alert.scope,
+            "subject": alert.subject,
+            "evidence": alert.evidence,
+            "findings": alert.findings,
+            "started_at": _iso(alert.started_at),
+            "fired_at": _iso(alert.fired_at),
+            "resolved_at": _iso(alert.ended_at) if delivery.event == "resolved" else None,
+            "resolved_because": alert.end_evidence if delivery.event == "resolved" else None,
+            "url": link(alert),
+        },
+    }
+
+
+def link(alert: Alert) -> str:
+    base = settings.CONSOLE_BASE_URL.rstrip("/")
+    if alert.scope == "group":
+        return base + reverse("consumers:group-detail", kwargs={"cluster": alert.cluster.name, "group": alert.subject})
+    return base + reverse("consumers:alerts")
+
+
+def send(delivery: Delivery) -> str:
+    """Send it; returns what the receiver answered (for the log), raises SendError."""
+    channel = delivery.channel
+    body = message(delivery)
+    sender = {
+        Channel.Kind.WEBHOOK: _webhook,
+        Channel.Kind.SLACK: _slack,
+        Channel.Kind.EMAIL: _email,
+        Channel.Kind.ALERTMANAGER: _alertmanager,
+    }[channel.kind]
+    return sender(channel, body)
+
+
+def headline(body: dict) -> str:
+    a = body["alert"]
+    what = f"{a['cluster']} {a['subject']}".strip()
+    if body["event"] == "resolved":
+        return f"[resolved] {a['rule']}: {what}: {a['resolved_because']}"
+    return f"[{a['severity']}] {a['rule']}: {what}: {a['evidence']}"
+
+
+def _webhook(channel: Channel, body: dict) -> str:
+    data = json.dumps(body, sort_keys=True).encode()
+    headers = {"X-Console-Event": body["event"], "X-Console-Delivery": str(body["delivery"])}
+    if channel.secret:
+        digest = hmac.new(channel.secret.encode(), data, hashlib.sha256).hexdigest()
+        headers["X-Console-Signature"] = f"sha256={digest}"
+    return _post(channel.url, data, headers)
+
+
+def _slack(channel: Channel, body: dict) -> str:
+    text = f"{headline(body)}\n<{body['alert']['url']}|open in the console>"
+    return _post(channel.url, json.dumps({"text": text}).encode(), {})
+
+
+def _alertmanager(channel: Channel, body: dict) -> str:
+    a = body["alert"]
+    labels = {"alertname": a["rule"], "cluster": a["cluster"], "severity": a["severity"], "scope": a["scope"],
+              "source": "rocketmq-console"}  # fmt: skip
+    if a["subject"]:
+        labels[a["scope"]] = a["subject"]
+    entry = {
+        "labels": labels,
+        "annotations": {"summary": headline(body), "evidence": a["evidence"]},
+        "startsAt": a["fired_at"],
+        "generatorURL": a["url"],
+    }
+    if body["event"] == "resolved":
+        entry["endsAt"] = a["resolved_at"]
+    return _post(channel.url.rstrip("/") + "/api/v2/alerts", json.dumps([entry]).encode(), {})
+
+
+def _email(channel: Channel, body: dict) -> str:
+    a = body["alert"]
+    lines = [headline(body), "", f"Rule: {a['rule']} ({a['severity']})", f"Cluster: {a['cluster']}"]
+    if a["subject"]:
+        lines.append(f"{a['scope'].capitalize()}: {a['subject']}")
+    lines += [f"Evidence: {a['evidence']}", f"Since: {a['fired_at']}", f"Open: {a['url']}"]
+    try:
+        send_mail(f"[RocketMQ console] {headline(body)}"[:200], "\n".join(lines), settings.DEFAULT_FROM_EMAIL,
+                  channel.recipient_list())  # fmt: skip
+    except (smtplib.SMTPException, OSError) as exc:
+        raise SendError(f"{type(exc).__name__}: {exc}") from exc
+    return f"mailed to {len(channel.recipient_list())} address(es)"
+
+
+def _post(url: str, data: bytes, headers: dict) -> str:
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **headers})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            return f"HTTP {response.status}"
+    except urllib.error.HTTPError as exc:
+        raise SendError(f"HTTP {exc.code}: {exc.read(200).decode(errors='replace')}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise SendError(f"{type(getattr(exc, 'reason', exc)).__name__}: {getattr(exc, 'reason', exc)}") from exc
+
+
+def _iso(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None

@@ -1,0 +1,180 @@
+"""Alert rules, channels, alerts (one per incident of a rule on a group, broker or cluster),
+their deliveries (one per alert, channel and event) and silences."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from ..live.health import SEVERITY
+
+
+class Channel(models.Model):
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook", "webhook (JSON, HMAC-SHA256 signed)"
+        SLACK = "slack", "Slack-compatible incoming webhook"
+        EMAIL = "email", "e-mail"
+        ALERTMANAGER = "alertmanager", "Prometheus Alertmanager"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    url = models.URLField(blank=True, help_text="webhook, Slack: the URL posted to; Alertmanager: its base URL")
+    recipients = models.CharField(max_length=500, blank=True, help_text="e-mail: addresses, separated by commas")
+    # webhook: the HMAC key of the X-Console-Signature header; never shown after saving
+    secret = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    def clean(self) -> None:
+        if self.kind == self.Kind.EMAIL and not self.recipient_list():
+            raise ValidationError({"recipients": "An e-mail channel needs at least one address."})
+        if self.kind != self.Kind.EMAIL and not self.url:
+            raise ValidationError({"url": "This kind of channel posts to a URL."})
+
+    def recipient_list(self) -> list[str]:
+        return [a.strip() for a in self.recipients.split(",") if a.strip()]
+
+
+class AlertRule(models.Model):
+    class Condition(models.TextChoices):
+        STATE = "state", "a group enters one of the health states"
+        LAG_SECONDS = "lag_seconds", "a group's lag in seconds is above the threshold"
+        DLQ_RATE = "dlq_rate", "dead letters arrive faster than the threshold per hour"
+        CLUSTER_DEGRADED = "cluster_degraded", "a cluster's poll is degraded or failed"
+        BROKER_MISSING = "broker_missing", "a broker is missing or not answering"
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical"
+        WARNING = "warning"
+        INFO = "info"
+
+    GROUP_CONDITIONS = (Condition.STATE, Condition.LAG_SECONDS, Condition.DLQ_RATE)
+
+    name = models.CharField(max_length=100, unique=True)
+    enabled = models.BooleanField(default=True)
+    condition = models.CharField(max_length=20, choices=Condition.choices)
+    states = models.JSONField(default=list, blank=True, help_text=f"state rules: any of {', '.join(SEVERITY)}")
+    threshold = models.FloatField(null=True, blank=True, help_text="lag seconds, or dead letters per hour")
+    for_seconds = models.PositiveIntegerField(
+        default=0, help_text="the condition must hold this long before the alert fires (against flapping)"
+    )
+    clusters = models.ManyToManyField("consumers.Cluster", blank=True, help_text="none: every cluster")
+    group_pattern = models.CharField(max_length=200, default="*", help_text="group names, shell-style (orders-*)")
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.condition == self.Condition.STATE:
+            unknown = [s for s in self.states or [] if s not in SEVERITY]
+            if not self.states or unknown or not isinstance(self.states, list):
+                raise ValidationError({"states": f"Give a list of states among {', '.join(SEVERITY)}."})
+        if self.condition in (self.Condition.LAG_SECONDS, self.Condition.DLQ_RATE) and (
+            self.threshold is None or self.threshold < 0
+        ):
+            raise ValidationError({"threshold": "This condition needs a threshold of 0 or more."})
+
+
+class Silence(models.Model):
+    """No notification for alerts it matches while it lasts; they still show, marked silenced."""
+
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.CASCADE, help_text="none: every rule")
+    cluster = models.ForeignKey("consumers.Cluster", null=True, blank=True, on_delete=models.CASCADE)
+    subject_pattern = models.CharField(max_length=200, default="*", help_text="group or broker names, shell-style")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    reason = models.CharField(max_length=500)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["-ends_at"]
+
+    def __str__(self) -> str:
+        return f"silence of {self.rule or 'every rule'} on {self.cluster or 'every cluster'} {self.subject_pattern}"
+
+
+class Alert(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending"  # the condition holds, not yet for the rule's for_seconds
+        FIRING = "firing"
+        RESOLVED = "resolved"
+        CLEARED = "cleared"  # held for less than for_seconds: never notified
+
+    OPEN = (State.PENDING, State.FIRING)
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    cluster = models.ForeignKey("consumers.Cluster", on_delete=models.CASCADE, related_name="alerts")
+    scope = models.CharField(max_length=8)  # group, broker, cluster
+    subject = models.CharField(max_length=255, blank=True)  # the group or broker; "" for the cluster
+    state = models.CharField(max_length=10, choices=State.choices)
+    evidence = models.TextField()
+    findings = models.JSONField(default=list, blank=True)  # the group's health findings when it fired
+    started_at = models.DateTimeField()
+    fired_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+    end_evidence = models.TextField(blank=True)
+    silenced_by = models.ForeignKey(Silence, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    acknowledged_at = models.DateTimeField(null=True)
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["-started_at"]
+        constraints = [
+            # the deduplication: one open alert per rule and subject, whoever evaluates
+            models.UniqueConstraint(
+                fields=["rule", "cluster", "scope", "subject"],
+                condition=Q(state__in=["pending", "firing"]),
+                name="one_open_alert_per_subject",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name}: {self.cluster.name} {self.subject}".strip()
+
+
+class Delivery(models.Model):
+    """One notification of one alert event on one channel: a claimed job, retried with backoff."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        FAILED = "failed"  # gave up after ALERT_DELIVERY_GIVE_UP_SECONDS
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=10)  # firing, resolved
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.JSONField(default=list)  # [{"at", "ok", "result"}], one per attempt
+    created_at = models.DateTimeField(auto_now_add=True)
+    next_attempt_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True)
+    run_token = models.CharField(max_length=32, blank=True)
+    heartbeat_at = models.DateTimeField(null=True)
+    started_at = models.DateTimeField(null=True)
+
+    class Meta:
+        app_label = "consumers"
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["alert", "channel", "event"], name="one_delivery_per_event")]
+
+    def __str__(self) -> str:
+        return f"{self.event} of {self.alert} to {self.channel.name}: {self.state}"

@@ -1,0 +1,75 @@
+"""What the Alerts page and API read."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from django.utils import timezone
+
+from .models import Alert, Delivery, Silence
+from .silences import active
+
+HISTORY = 100
+
+
+def alerts():
+    return Alert.objects.select_related("rule", "cluster", "silenced_by", "acknowledged_by").prefetch_related(
+        Prefetch("deliveries", queryset=Delivery.objects.select_related("channel").order_by("created_at"))
+    )
+
+
+def board() -> dict:
+    """Firing (notified, then silenced), pending and the latest ended alerts; silences."""
+    firing = list(alerts().filter(state=Alert.State.FIRING).order_by("-fired_at"))
+    return {
+        "firing": [a for a in firing if a.silenced_by_id is None],
+        "silenced": [a for a in firing if a.silenced_by_id is not None],
+        "pending": list(alerts().filter(state=Alert.State.PENDING).order_by("-started_at")),
+        "history": list(alerts().exclude(state__in=Alert.OPEN).order_by("-ended_at")[:HISTORY]),
+        "silences": list(active().select_related("rule", "cluster", "created_by")),
+        "ended_silences": list(
+            Silence.objects.exclude(pk__in=active().values("pk"))
+            .select_related("rule", "cluster", "created_by", "ended_by")
+            .order_by("-ends_at")[:20]
+        ),
+        "now": timezone.now(),
+    }
+
+
+def firing_count() -> int:
+    return Alert.objects.filter(state=Alert.State.FIRING, silenced_by=None).count()
+
+
+def firing_for(cluster_name: str, group: str) -> list[Alert]:
+    return list(alerts().filter(state=Alert.State.FIRING, cluster__name=cluster_name, scope="group", subject=group))
+
+
+def to_wire(alert: Alert) -> dict:
+    return {
+        "id": alert.pk,
+        "rule": alert.rule.name,
+        "severity": alert.rule.severity,
+        "cluster": alert.cluster.name,
+        "scope": alert.scope,
+        "subject": alert.subject,
+        "state": alert.state,
+        "silenced": alert.silenced_by_id is not None,
+        "evidence": alert.evidence,
+        "findings": alert.findings,
+        "started_at": alert.started_at,
+        "fired_at": alert.fired_at,
+        "ended_at": alert.ended_at,
+        "end_evidence": alert.end_evidence or None,
+        "acknowledged_by": alert.acknowledged_by.get_username() if alert.acknowledged_by else None,
+        "acknowledged_at": alert.acknowledged_at,
+        "deliveries": [
+            {
+                "channel": d.channel.name,
+                "event": d.event,
+                "state": d.state,
+                "attempts": d.attempts,
+                "sent_at": d.sent_at,
+                "next_attempt_at": d.next_attempt_at if d.state == "pending" else None,
+            }
+            for d in alert.deliveries.all()
+        ],  # fmt: skip
+    }

@@ -1,0 +1,146 @@
+"""Polls published through the production path (publish_poll, which announces them) become
+alert transitions: fire once, resolve once, hold on unknown, wait for_seconds, silences."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from django.db import close_old_connections
+
+from consumers.alerts import evaluate, silences
+from consumers.alerts.models import Alert, Delivery
+from consumers.changes.models import AuditEvent
+from consumers.live import snapshots
+from consumers.live.publish import publish_failure
+from tests.alerts.conftest import make_channel, make_rule
+from tests.support.published import group, publish
+
+pytestmark = pytest.mark.django_db
+
+
+def stopped(name="orders"):
+    return group(name, lag=8, online=False)
+
+
+def healthy(name="orders"):
+    return group(name, lag=0, online=True)
+
+
+def test_a_stopped_group_fires_once_and_resolves_once(east, redis, queued):
+    hook, mail = make_channel(), make_channel("ops", kind="email", url="", recipients="ops@example.com")
+    make_rule(hook, mail)
+    publish(east, redis, [stopped(), healthy("billing")])
+    alert = Alert.objects.get()
+    assert (alert.state, alert.subject, alert.scope) == ("firing", "orders", "group")
+    assert alert.evidence.startswith("STOPPED: no client is online and lag is 8")
+    firing = list(Delivery.objects.filter(event="firing").order_by("channel__name"))
+    assert [(d.channel.name, d.state) for d in firing] == [("hook", "pending"), ("ops", "pending")]
+    assert queued == [d.pk for d in Delivery.objects.order_by("pk")]
+    publish(east, redis, [stopped(), healthy("billing")])  # still stopped: nothing new
+    assert Alert.objects.count() == 1 and Delivery.objects.count() == 2
+    publish(east, redis, [healthy(), healthy("billing")])
+    alert.refresh_from_db()
+    assert alert.state == "resolved" and alert.end_evidence.startswith("health is OK")
+    assert Delivery.objects.filter(event="resolved").count() == 2
+    publish(east, redis, [healthy(), healthy("billing")])
+    assert Delivery.objects.count() == 4 and len(queued) == 4
+
+
+def test_a_poll_that_cannot_tell_neither_fires_nor_resolves(east, redis, queued):
+    make_rule(make_channel())
+    publish(east, redis, [stopped()])
+    publish_failure(east, error="ConnectError: refused", polled_at=0, started=0, redis=redis)
+    assert Alert.objects.get().state == "firing"
+    assert Delivery.objects.count() == 1
+
+
+def test_a_group_no_longer_listed_resolves_with_why(east, redis, queued):
+    make_rule(make_channel())
+    publish(east, redis, [stopped(), healthy("billing")])
+    publish(east, redis, [healthy("billing")])
+    alert = Alert.objects.get()
+    assert alert.state == "resolved" and alert.end_evidence == "group orders is no longer listed by the cluster"
+
+
+def _latest(east, redis):
+    meta = snapshots.read_meta(redis, east.pk)
+    return meta, snapshots.read_details(redis, east.pk)
+
+
+def test_for_seconds_waits_and_a_short_blip_is_cleared_without_notice(east, redis, queued):
+    make_rule(make_channel(), for_seconds=60)
+    docs = publish(east, redis, [stopped()])
+    alert = Alert.objects.get()
+    assert alert.state == "pending" and not queued
+    meta = snapshots.read_meta(redis, east.pk)
+    later = alert.started_at + dt.timedelta(seconds=59)
+    evaluate.evaluate_cluster(east, meta, docs, None, now=later)
+    assert Alert.objects.get().state == "pending"
+    outcome = evaluate.evaluate_cluster(east, meta, docs, None, now=later + dt.timedelta(seconds=1))
+    assert (outcome.fired, len(outcome.notifications)) == (1, 1) and Alert.objects.get().state == "firing"
+    # a second group that stops only briefly never notifies
+    publish(east, redis, [stopped(), stopped("blip")])
+    publish(east, redis, [stopped(), healthy("blip")])
+    blip = Alert.objects.get(subject="blip")
+    assert blip.state == "cleared" and not blip.deliveries.exists()
+
+
+def test_the_same_poll_evaluated_twice_at_once_notifies_once(east, redis, queued, transactional_db):
+    make_rule(make_channel(), make_channel("second"))
+    docs = publish(east, redis, [group("other", lag=0)])
+    docs = {"orders": publish(east, redis, [stopped()])["orders"]}
+    Alert.objects.all().delete(), Delivery.objects.all().delete()
+    queued.clear()
+    meta = snapshots.read_meta(redis, east.pk)
+    barrier, outcomes = threading.Barrier(2), []
+
+    def worker():
+        try:
+            barrier.wait()
+            outcomes.append(evaluate.evaluate_cluster(east, meta, docs, None))
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert Alert.objects.count() == 1 and Delivery.objects.count() == 2
+    assert sum(len(o.notifications) for o in outcomes) == 2 and len(queued) == 2
+    # and a redelivered task (the same poll once more) changes nothing
+    evaluate.evaluate_cluster(east, meta, docs, None)
+    assert Delivery.objects.count() == 2
+
+
+def test_a_silence_keeps_the_notification_back_and_is_audited(east, redis, queued, personas):
+    rule = make_rule(make_channel())
+    silence = silences.create(user=personas["operator"], remote_addr="10.0.0.1", rule=rule, cluster=east,
+                              subject_pattern="ord*", minutes=30, reason="deploying orders")  # fmt: skip
+    publish(east, redis, [stopped()])
+    alert = Alert.objects.get()
+    assert alert.state == "firing" and alert.silenced_by == silence and not queued
+    event = AuditEvent.objects.get(action="silence-created")
+    assert (event.username, event.details["reason"], event.details["subjects"]) == (
+        "operator",
+        "deploying orders",
+        "ord*",
+    )
+    # ended early (audited too): the still-firing alert is notified at the next poll
+    silences.end(silence.pk, user=personas["operator"], remote_addr="10.0.0.1")
+    assert AuditEvent.objects.filter(action="silence-ended").count() == 1
+    publish(east, redis, [stopped()])
+    alert.refresh_from_db()
+    assert alert.silenced_by is None and len(queued) == 1
+
+
+def test_rules_apply_to_their_clusters_only(east, redis, queued):
+    from consumers.models import Cluster
+
+    west = Cluster.objects.create(name="west", namesrv_addrs="127.0.0.1:9877")
+    rule = make_rule(make_channel())
+    rule.clusters.set([west])
+    publish(east, redis, [stopped()])
+    assert not Alert.objects.exists()
+    publish(west, redis, [stopped()])
+    assert Alert.objects.get().cluster == west
