@@ -121,6 +121,7 @@ ACCESS: dict[str, Rule] = {
     "group-list": Rule(),
     "group-detail": Rule(sees="reset button: operator and admin"),
     "group-lag-json": Rule(),
+    "group-allocation-json": Rule(),
     "reset-form": Rule(),
     "reset-preview": Rule(),
     "reset-create": Rule(get=None, post=REQUEST),

@@ -23,6 +23,9 @@ urlpatterns = [
     path("groups/", live.group_list, name="group-list"),
     path("groups/<slug:cluster>/<str:group>/", live.group_detail, name="group-detail"),
     path("groups/<slug:cluster>/<str:group>/lag.json", live.group_lag_chart, name="group-lag-json"),
+    path(
+        "groups/<slug:cluster>/<str:group>/allocation.json", live.group_allocation_chart, name="group-allocation-json"
+    ),
     path("groups/<slug:cluster>/<str:group>/reset/", resets.reset_form, name="reset-form"),
     path("groups/<slug:cluster>/<str:group>/reset/preview/", resets.reset_preview, name="reset-preview"),
     path("groups/<slug:cluster>/<str:group>/reset/request/", resets.reset_create, name="reset-create"),

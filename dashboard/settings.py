@@ -276,6 +276,8 @@ HEALTH_STALL_SECONDS = env_int("HEALTH_STALL_SECONDS", 60)
 HEALTH_MIN_SAMPLES = env_int("HEALTH_MIN_SAMPLES", 3)
 HEALTH_MIN_LAG = env_int("HEALTH_MIN_LAG", 1)
 HEALTH_RETRY_RATE_PER_MINUTE = float(env_str("HEALTH_RETRY_RATE_PER_MINUTE", "60"))
+# more polls than this in the window with a changed queue allocation: REBALANCE_STORM
+HEALTH_REBALANCE_CHANGES = env_int("HEALTH_REBALANCE_CHANGES", 5)
 
 # History of polled snapshots (Parquet), read by the nightly statistics and the lag charts.
 HISTORY_DIR = Path(env_str("HISTORY_DIR", str(VAR_DIR / "history")))

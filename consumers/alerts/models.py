@@ -61,7 +61,7 @@ class AlertRule(models.Model):
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
     condition = models.CharField(max_length=20, choices=Condition.choices)
-    states = models.JSONField(default=list, blank=True, help_text=f"state rules: any of {', '.join(SEVERITY)}")
+    states = models.JSONField(default=list, blank=True, help_text="state rules: health states, e.g. STOPPED")
     threshold = models.FloatField(null=True, blank=True, help_text="lag seconds, or dead letters per hour")
     for_seconds = models.PositiveIntegerField(
         default=0, help_text="the condition must hold this long before the alert fires (against flapping)"

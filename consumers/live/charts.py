@@ -45,3 +45,44 @@ def lag_figure(history: pa.Table, *, group: str, hours: int) -> dict:
     result = json.loads(figure.to_json())
     result["points"] = len(times)
     return result
+
+
+def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50) -> dict:
+    """Each allocation change as a point (queue by time, coloured by the client that took the
+    queue; hover: from whom), and the changes per hour as bars."""
+    figure = go.Figure()
+    hourly = timeline.per_hour()
+    figure.add_trace(go.Bar(x=[h.isoformat() for h, _ in hourly], y=[n for _, n in hourly],
+                            name="changes per hour", yaxis="y2", opacity=0.35, xperiod=3600000))  # fmt: skip
+    for client in [*timeline.clients, None]:
+        took = [c for c in timeline.changes if c.after == client]
+        if not took:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[c.at.isoformat() for c in took],
+                y=[c.queue for c in took],
+                mode="markers",
+                name=client or "released (nobody)",
+                text=[f"{c.queue}: {c.before or 'nobody'} → {c.after or 'nobody'}" for c in took],
+                hoverinfo="text+x",
+                marker={"size": 9, "symbol": "circle" if client else "x"},
+            )
+        )
+    figure.update_layout(
+        title={"text": f"{group}: queue allocation changes over the last {hours} h", "font": {"size": 14}},
+        margin={"l": 60, "r": 60, "t": 40, "b": 40},
+        height=360,
+        legend={"orientation": "h", "y": -0.25},
+        yaxis={"type": "category", "automargin": True},
+        yaxis2={"title": "changes per hour", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        xaxis={"type": "date"},
+    )
+    result = json.loads(figure.to_json())
+    result["points"] = timeline.polls
+    result["total"] = len(timeline.changes)
+    result["changes"] = [
+        {"at": c.at.isoformat(), "queue": c.queue, "from": c.before, "to": c.after}
+        for c in reversed(timeline.changes[-listed:])
+    ]
+    return result

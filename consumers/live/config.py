@@ -17,6 +17,7 @@ def default_thresholds() -> Thresholds:
         stall_seconds=settings.HEALTH_STALL_SECONDS,
         min_lag=settings.HEALTH_MIN_LAG,
         retry_rate_per_minute=settings.HEALTH_RETRY_RATE_PER_MINUTE,
+        rebalance_changes=settings.HEALTH_REBALANCE_CHANGES,
     )
 
 

@@ -11,6 +11,7 @@ value never known is None (shown as unknown, never 0).
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from dataclasses import dataclass, field
 
 from ..rocketmq import GroupProgress
@@ -423,6 +424,7 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         return Sample(t=polled_at, online=None, lag=None, complete=False)
     main = [q for q in doc.queues if not q.retry and q.lag is not None and not q.stale_reason]
     retry = [q for q in doc.queues if q.retry and not q.stale_reason]
+    held = [q for q in doc.queues if not q.retry and not q.stale_reason]  # committed or not
     return Sample(
         t=polled_at,
         online=doc.online,
@@ -433,7 +435,14 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         dlq=doc.dlq_count,
         expired=[q.label for q in main if q.expired],
         complete=not doc.problems,
+        allocation=allocation_fingerprint(held) if held and not doc.problems else None,
     )
+
+
+def allocation_fingerprint(queues: list[QueueRow]) -> int:
+    """Which client holds which queue, as one number that changes when any queue changes hands."""
+    held = sorted(f"{q.label}={','.join(sorted(q.clients))}" for q in queues)
+    return zlib.crc32("\n".join(held).encode())
 
 
 def mark_retry_topic_groups(docs: dict[str, GroupDocument]) -> None:

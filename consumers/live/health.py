@@ -6,7 +6,7 @@ most severe one is the group's state. A group we could not read is UNKNOWN with 
 never OK.
 
 States, most severe first: UNKNOWN, OFFSET_EXPIRED, STALLED, STOPPED, DLQ_GROWING,
-RETRY_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
+RETRY_STORM, REBALANCE_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ SEVERITY = (
     "STOPPED",
     "DLQ_GROWING",
     "RETRY_STORM",
+    "REBALANCE_STORM",
     "FALLING_BEHIND",
     "CATCHING_UP",
     "IDLE",
@@ -37,6 +38,7 @@ class Thresholds:
     stall_seconds: int  # a lagging queue whose offset has not moved this long is stalled
     min_lag: int  # lag below this is not "behind"
     retry_rate_per_minute: float  # retry topic growth that counts as a storm
+    rebalance_changes: int = 5  # more allocation changes than this in the window: a rebalance storm
 
     def with_overrides(self, overrides: dict) -> Thresholds:
         if not overrides:
@@ -59,19 +61,22 @@ class Sample:
     dlq: int | None = None  # messages in the DLQ
     expired: list[str] = field(default_factory=list)  # queues whose offset fell below the min offset
     complete: bool = True
+    # which client holds which queue, as a CRC-32 (stable across processes); None: unknown
+    allocation: int | None = None
 
     def to_wire(self) -> list:
         return [
             self.t, self.online, self.lag, self.queues, self.consumed,
-            self.retry_offset, self.dlq, self.expired, self.complete,
+            self.retry_offset, self.dlq, self.expired, self.complete, self.allocation,
         ]  # fmt: skip
 
     @classmethod
     def from_wire(cls, data: list) -> Sample:
-        t, online, lag, queues, consumed, retry_offset, dlq, expired, complete = data
+        t, online, lag, queues, consumed, retry_offset, dlq, expired, complete, *rest = data
         return cls(
-            t, online, lag, {k: tuple(v) for k, v in queues.items()}, consumed, retry_offset, dlq, expired, complete
-        )
+            t, online, lag, {k: tuple(v) for k, v in queues.items()}, consumed, retry_offset, dlq, expired, complete,
+            rest[0] if rest else None,  # samples written before the allocation was kept have none
+        )  # fmt: skip
 
 
 @dataclass
@@ -123,6 +128,7 @@ def evaluate(samples: list[Sample], thresholds: Thresholds, *, unknown_reason: s
     if latest.online is False and latest.lag >= thresholds.min_lag:
         findings.append(Finding("STOPPED", f"no client is online and lag is {latest.lag}"))
     findings += _growth(window, thresholds)
+    findings += _rebalances(window, thresholds)
     findings += _trend(window, thresholds, covered)
     if not findings:
         findings.append(Finding("OK", f"lag {latest.lag}, consuming"))
@@ -180,6 +186,18 @@ def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _rebalances(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
+    """Count the polls at which the queue allocation differed from the poll before (both
+    known). Several changes between two polls count once: this is a lower bound."""
+    known = [s for s in window if s.allocation is not None]
+    changes = sum(1 for a, b in zip(known, known[1:], strict=False) if a.allocation != b.allocation)
+    if changes <= thresholds.rebalance_changes:
+        return []
+    seconds, limit = known[-1].t - known[0].t, thresholds.rebalance_changes
+    why = f"the queue allocation changed at {changes} polls in {seconds:.0f}s (threshold {limit})"
+    return [Finding("REBALANCE_STORM", f"{why}: see the allocation timeline")]
 
 
 def _trend(window: list[Sample], thresholds: Thresholds, covered: float) -> list[Finding]:

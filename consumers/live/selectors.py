@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..models import Cluster
-from . import charts, snapshots
+from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
 from .documents import ClusterMeta, GroupDocument
 from .health import SEVERITY
@@ -211,6 +211,13 @@ def group_detail(redis, cluster: Cluster, group: str) -> GroupView | None:
     if fresh.stale:
         doc = dataclasses.replace(doc, stale=True, stale_reason=fresh.reason, health=unknown_health(fresh.reason))
     return GroupView(doc, state, fresh.age)
+
+
+def allocation_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
+    """When the group's queues changed hands over the last `hours`, from the history."""
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)
+    rows = history_store().read("queue_offsets", cluster.name, group=group, since=since)
+    return charts.allocation_figure(rebalance.timeline(rows), group=group, hours=hours)
 
 
 def lag_chart(cluster: Cluster, group: str, *, hours: int) -> dict:

@@ -3,6 +3,7 @@ validates its input, calls one selector and renders; htmx requests get the fragm
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 
@@ -63,7 +64,8 @@ def group_detail(request, cluster: str, group: str):
     if not period.is_valid():
         return bad_request(request, f"Invalid period: {period.errors.as_text()}")
     statistics = {"period_form": period, "period_presets": PRESETS, "period_query": request.GET.urlencode()}
-    return render(request, "consumers/group_detail.html", {**context, **statistics, "nav": "groups"})
+    extra = {"nav": "groups", "rebalance_changes": settings.HEALTH_REBALANCE_CHANGES}
+    return render(request, "consumers/group_detail.html", {**context, **statistics, **extra})
 
 
 @console_page
@@ -73,4 +75,14 @@ def group_lag_chart(request, cluster: str, group: str):
     if not form.is_valid():
         return JsonResponse({"error": form.errors.get_json_data()}, status=400)
     figure = selectors.lag_chart(cluster, group, hours=form.cleaned_data["hours"] or 6)
+    return JsonResponse(figure, safe=False)
+
+
+@console_page
+def group_allocation_chart(request, cluster: str, group: str):
+    cluster = cluster_or_404(cluster)
+    form = LagChartForm(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"error": form.errors.get_json_data()}, status=400)
+    figure = selectors.allocation_chart(cluster, group, hours=form.cleaned_data["hours"] or 24)
     return JsonResponse(figure, safe=False)

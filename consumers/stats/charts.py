@@ -23,6 +23,7 @@ STATE_COLOURS = {
     "STOPPED": "#e53935",
     "DLQ_GROWING": "#ef6c00",
     "RETRY_STORM": "#f9a825",
+    "REBALANCE_STORM": "#ffb300",
     "FALLING_BEHIND": "#fdd835",
     "CATCHING_UP": "#9ccc65",
     "IDLE": "#90caf9",
