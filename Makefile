@@ -34,3 +34,4 @@ bench:
 	.venv/bin/python -m bench.bench_stats
 	.venv/bin/python -m bench.bench_reports
 	.venv/bin/python -m bench.bench_metrics
+	.venv/bin/python -m bench.bench_alerts
