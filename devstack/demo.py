@@ -174,6 +174,7 @@ class Demo:
                 "poll_interval": settings.ROCKETMQ_POLL_INTERVAL,
             },
         )
+        _demo_alert_rules()
         users = {}
         for role in ROLES_FOR_DEMO:
             password = f"demo-{role}-{secrets.token_hex(3)}"
@@ -252,6 +253,20 @@ class Demo:
             process.stop(max(0.1, deadline - time.monotonic()))
         state_file().unlink(missing_ok=True)
         self.log("Stopped.")
+
+
+def _demo_alert_rules() -> None:
+    """Rules to show on the Alerts page (no channel: an admin adds webhooks, mail, Alertmanager)."""
+    from consumers.alerts.models import AlertRule
+
+    rules = {
+        "groups stopped, stalled or losing messages": {"condition": "state", "severity": "critical",
+                                                       "states": ["STOPPED", "STALLED", "OFFSET_EXPIRED"]},
+        "rebalance storms and retry storms": {"condition": "state", "states": ["REBALANCE_STORM", "RETRY_STORM"]},
+        "a broker missing or not answering": {"condition": "broker_missing", "severity": "critical"},
+    }  # fmt: skip
+    for name, fields in rules.items():
+        AlertRule.objects.get_or_create(name=name, defaults=fields)
 
 
 def _enter_pressed(timeout: float) -> bool:
