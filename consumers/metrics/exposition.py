@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from ..live.health import SEVERITY
 from ..live.selectors import ClusterState, GroupRow
@@ -30,47 +31,86 @@ def _state_set(family: GaugeMetricFamily, labels: list[str], states: Iterable[st
         family.add_metric([*labels, state], 1.0 if state == current else 0.0)
 
 
-def group_families(rows: list[GroupRow], *, per_queue: dict | None = None) -> list[GaugeMetricFamily]:
+class _Lines:
+    """One gauge family written the way prometheus_client's generate_latest writes it (HELP,
+    TYPE, one line per sample, labels sorted by name, values by its floatToGoString), for the
+    families with a series per group: at 10,000 groups that is 200,000 series, and the
+    library's per-sample label checks took 1.1 s of a 1.5 s scrape. tests/metrics proves the
+    bytes equal generate_latest's on the same samples."""
+
+    def __init__(self, name: str, documentation: str):
+        self.name = f"{PREFIX}_{name}"
+        help_text = documentation.replace("\\", r"\\").replace("\n", r"\n")
+        self.lines = [f"# HELP {self.name} {help_text}\n# TYPE {self.name} gauge\n"]
+
+    def add(self, labels: str, value: float) -> None:
+        """`labels`: the label pairs, escaped and sorted by name (_pairs)."""
+        self.lines.append(f"{self.name}{{{labels}}} {_number(value)}\n")
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def _pairs(**labels: str) -> str:
+    return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+_ONE, _ZERO = floatToGoString(1.0), floatToGoString(0.0)
+
+
+def _number(value: float) -> str:
+    return _ONE if value == 1.0 else _ZERO if value == 0.0 else floatToGoString(value)
+
+
+def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
     """Per group: lag, lag seconds, retry lag, DLQ size, consume TPS, clients, in flight, data
     age, staleness and health; per group and topic: lag and lag seconds; per queue (only when
-    `per_queue` maps (cluster, group) to the queue rows): lag."""
-    key = ("cluster", "group")
+    `per_queue` maps (cluster, group) to the queue rows): lag. In the text format."""
     values = {
-        "lag": _gauge("group_lag_messages", "Messages not yet consumed (retry topics apart)", key),
-        "lag_seconds": _gauge("group_lag_seconds", "Age of the oldest unconsumed message, worst queue", key),
-        "retry_lag": _gauge("group_retry_lag_messages", "Messages waiting in the group's %RETRY% topic", key),
-        "dlq_count": _gauge("group_dlq_messages", "Messages in the group's dead-letter queue", key),
-        "consume_tps": _gauge("group_consume_tps", "Messages consumed per second, as the brokers report", key),
-        "clients": _gauge("group_clients", "Clients of the group online", key),
-        "in_flight": _gauge("group_in_flight_messages", "POP messages taken and not yet acked", key),
+        "lag": _Lines("group_lag_messages", "Messages not yet consumed (retry topics apart)"),
+        "lag_seconds": _Lines("group_lag_seconds", "Age of the oldest unconsumed message, worst queue"),
+        "retry_lag": _Lines("group_retry_lag_messages", "Messages waiting in the group's %RETRY% topic"),
+        "dlq_count": _Lines("group_dlq_messages", "Messages in the group's dead-letter queue"),
+        "consume_tps": _Lines("group_consume_tps", "Messages consumed per second, as the brokers report"),
+        "clients": _Lines("group_clients", "Clients of the group online"),
+        "in_flight": _Lines("group_in_flight_messages", "POP messages taken and not yet acked"),
     }
-    age = _gauge("group_data_age_seconds", "Age of the group's last read", key)
-    stale = _gauge("group_stale", "1 when the group's data is older than its cluster's staleness bound", key)
-    health = _gauge("group_health", "The group's health state (one series per state)", (*key, "state"))
-    topic_lag = _gauge("topic_lag_messages", "Messages of the topic not yet consumed by the group", (*key, "topic"))
-    topic_seconds = _gauge("topic_lag_seconds", "Age of the topic's oldest unconsumed message", (*key, "topic"))
-    queue_lag = _gauge("queue_lag_messages", "Messages of the queue not yet consumed",
-                       (*key, "topic", "broker", "queue_id"))  # fmt: skip
+    age = _Lines("group_data_age_seconds", "Age of the group's last read")
+    stale = _Lines("group_stale", "1 when the group's data is older than its cluster's staleness bound")
+    health = _Lines("group_health", "The group's health state (one series per state)")
+    topic_lag = _Lines("topic_lag_messages", "Messages of the topic not yet consumed by the group")
+    topic_seconds = _Lines("topic_lag_seconds", "Age of the topic's oldest unconsumed message")
+    queue_lag = _Lines("queue_lag_messages", "Messages of the queue not yet consumed")
     for row in rows:
-        labels = [row.cluster.name, row.summary["group"]]
+        cluster, group = row.cluster.name, row.summary["group"]
+        labels = _pairs(cluster=cluster, group=group)  # escaped once per group, not per series
         for field, family in values.items():
             value = row.summary.get(field)
             if value is not None:
-                family.add_metric(labels, float(value))
+                family.add(labels, float(value))
         if row.age is not None:
-            age.add_metric(labels, row.age)
-        stale.add_metric(labels, 1.0 if row.stale else 0.0)
-        _state_set(health, labels, SEVERITY, row.health)
+            age.add(labels, row.age)
+        stale.add(labels, 1.0 if row.stale else 0.0)
+        for state in SEVERITY:
+            health.add(f'{labels},state="{state}"', 1.0 if state == row.health else 0.0)
         for topic, lags in sorted((row.summary.get("topic_lags") or {}).items()):
+            pairs = f'{labels},topic="{_escape(topic)}"'
             if lags.get("lag") is not None:
-                topic_lag.add_metric([*labels, topic], float(lags["lag"]))
+                topic_lag.add(pairs, float(lags["lag"]))
             if lags.get("lag_seconds") is not None:
-                topic_seconds.add_metric([*labels, topic], float(lags["lag_seconds"]))
-        for q in (per_queue or {}).get((row.cluster.name, row.summary["group"]), []):
+                topic_seconds.add(pairs, float(lags["lag_seconds"]))
+        for q in (per_queue or {}).get((cluster, group), []):
             if q.lag is not None and not q.retry:
-                queue_lag.add_metric([*labels, q.topic, q.broker, str(q.queue_id)], float(q.lag))
+                pairs = _pairs(cluster=cluster, group=group, topic=q.topic, broker=q.broker, queue_id=str(q.queue_id))
+                queue_lag.add(pairs, float(q.lag))
     families = [*values.values(), age, stale, health, topic_lag, topic_seconds]
-    return [*families, queue_lag] if per_queue is not None else families
+    if per_queue is not None:
+        families.append(queue_lag)
+    return "".join(f.text() for f in families)
 
 
 def cluster_families(states: list[ClusterState]) -> list[GaugeMetricFamily]:

@@ -19,7 +19,7 @@ from ..dlq.models import RedriveJob
 from ..live import selectors, snapshots
 from ..models import Cluster
 from ..redis_client import get_redis
-from .exposition import Snapshot, cluster_families, group_families, job_families
+from .exposition import Snapshot, cluster_families, group_text, job_families
 
 # the text format every Prometheus 2.x reads (our names need nothing of the newer one)
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -39,12 +39,11 @@ def exposition() -> bytes:
     redrives = RedriveJob.objects.values_list("state").annotate(n=Count("id"))
     registry = CollectorRegistry(auto_describe=False)
     families = [
-        *group_families(rows, per_queue=per_queue),
         *cluster_families(states),
         *job_families({(kind, state): n for kind, state, n in changes}, dict(redrives)),
     ]
     registry.register(Snapshot(families))
-    return generate_latest(registry)
+    return group_text(rows, per_queue=per_queue).encode() + generate_latest(registry)
 
 
 @api_view
