@@ -84,3 +84,11 @@ def test_the_api_lists_alerts_by_state(client, personas, firing):
     assert client.get("/api/alerts/?state=resolved").json() == {"alerts": []}
     bad = client.get("/api/alerts/?state=everything")
     assert bad.status_code == 400 and bad.json()["field"] == "state"
+
+
+def test_the_group_page_shows_what_fires_for_the_group(client, personas, firing):
+    client.force_login(personas["viewer"])
+    page = client.get("/groups/east/orders/").content.decode()
+    assert 'id="group-alerts"' in page and "STOPPED: no client is online and lag is 8" in page
+    Alert.objects.update(state="resolved")
+    assert 'id="group-alerts"' not in client.get("/groups/east/orders/").content.decode()

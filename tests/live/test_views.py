@@ -122,7 +122,7 @@ def test_the_group_page_shows_every_queue_health_and_clients(viewer_client, east
 
 def test_the_group_page_costs_a_fixed_number_of_queries(viewer_client, east, django_assert_num_queries):
     viewer_client.get("/groups/east/orders/")
-    with django_assert_num_queries(7):  # session, user, permissions (2), the cluster, role names, firing alerts
+    with django_assert_num_queries(8):  # session, user, permissions (2), the cluster, role names, firing alerts (2)
         viewer_client.get("/groups/east/orders/")
 
 
