@@ -56,7 +56,7 @@ def _pairs(**labels: str) -> str:
 
 
 def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
 _ONE, _ZERO = floatToGoString(1.0), floatToGoString(0.0)
