@@ -86,6 +86,9 @@ def clear_evidence(spec: Spec, subject: str, meta: ClusterMeta, documents: dict[
     if spec.scope == BROKER:
         broker = next((b for b in meta.brokers if b.name == subject), None)
         return f"broker {subject} is {broker.state}" if broker else f"broker {subject} is no longer known"
+    match = spec.matcher()
+    if match is not None and not match(subject):
+        return f"group {subject} no longer matches the rule's groups ({spec.group_pattern})"
     doc = (documents or {}).get(subject)
     if doc is None:
         return f"group {subject} is no longer listed by the cluster"

@@ -60,7 +60,12 @@ def evaluate_cluster(cluster: Cluster, meta, documents, window, *, now: dt.datet
     started, now = time.monotonic(), now or timezone.now()
     outcome = Outcome()
     rules = rules_for(cluster)
+    # a rule disabled, or narrowed away from this cluster, ends what it had open here
+    orphans = Alert.objects.filter(cluster=cluster, state__in=Alert.OPEN).exclude(rule__in=rules)
+    for alert in orphans.select_related("rule"):
+        _end(alert, "the rule was disabled or no longer applies to this cluster", now, outcome)
     if not rules:
+        outcome.seconds = time.monotonic() - started
         return outcome
     open_alerts = {
         (a.rule_id, a.subject): a

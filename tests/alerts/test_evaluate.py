@@ -144,3 +144,24 @@ def test_rules_apply_to_their_clusters_only(east, redis, queued):
     assert not Alert.objects.exists()
     publish(west, redis, [stopped()])
     assert Alert.objects.get().cluster == west
+
+
+def test_a_rule_disabled_or_narrowed_away_ends_its_open_alerts(east, redis, queued):
+    rule = make_rule(make_channel())
+    publish(east, redis, [stopped(), stopped("billing")])
+    assert Alert.objects.filter(state="firing").count() == 2
+    rule.group_pattern = "billing"
+    rule.save()
+    publish(east, redis, [stopped(), stopped("billing")])  # orders is no longer the rule's
+    orders = Alert.objects.get(subject="orders")
+    assert (
+        orders.state == "resolved"
+        and orders.end_evidence == "group orders no longer matches the rule's groups (billing)"
+    )
+    rule.enabled = False
+    rule.save()
+    publish(east, redis, [stopped(), stopped("billing")])
+    billing = Alert.objects.get(subject="billing")
+    assert billing.state == "resolved"
+    assert billing.end_evidence == "the rule was disabled or no longer applies to this cluster"
+    assert Delivery.objects.filter(event="resolved").count() == 2  # the channel heard both end
