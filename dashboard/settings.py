@@ -402,11 +402,15 @@ CONSOLE_BASE_URL = env_str("CONSOLE_BASE_URL", "http://127.0.0.1:8000")
 ALERT_RETRY_BASE_SECONDS = env_int("ALERT_RETRY_BASE_SECONDS", 5)
 ALERT_RETRY_MAX_SECONDS = env_int("ALERT_RETRY_MAX_SECONDS", 300)
 ALERT_DELIVERY_GIVE_UP_SECONDS = env_int("ALERT_DELIVERY_GIVE_UP_SECONDS", 24 * 3600)
+# Alertmanager drops an alert not posted again before its endsAt: posted this far ahead, every minute
+ALERTMANAGER_HOLD_SECONDS = env_int("ALERTMANAGER_HOLD_SECONDS", 300)
 CELERY_BEAT_SCHEDULE["alert-deliveries"] = {"task": "consumers.alerts.tasks.deliver_due", "schedule": 5.0}
+CELERY_BEAT_SCHEDULE["alert-upkeep"] = {"task": "consumers.alerts.tasks.upkeep", "schedule": 60.0}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 20)  # a mail server that hangs fails the attempt, not the worker
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "rocketmq-console@localhost")
 
 LOGGING = {

@@ -3,6 +3,8 @@ delete audited; alerts, deliveries and silences are read-only there (the Alerts 
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django import forms
 from django.contrib import admin
 
@@ -14,6 +16,16 @@ from .models import Alert, AlertRule, Channel, Delivery, Silence
 
 def _audit(request, action: str, details: dict) -> None:
     audit.record(action, username=request.user.get_username(), remote_addr=remote_addr(request), details=details)
+
+
+def _where(url: str) -> str:
+    """A URL as the audit log keeps it: scheme and host only. Slack-style webhook URLs carry
+    their secret in the path (and some URLs a password), and every role reads the audit log,
+    which can never be edited afterwards."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}/…"
 
 
 class ChannelForm(forms.ModelForm):
@@ -28,6 +40,7 @@ class ChannelForm(forms.ModelForm):
 
     def clean_secret(self):
         value = self.cleaned_data.get("secret")
+        self.secret_typed = bool(value)  # changed_data cannot tell: the field never shows the old one
         return value or (self.instance.secret if self.instance.pk else "")
 
 
@@ -38,9 +51,9 @@ class ChannelAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        _audit(request, "alert-channel-saved", {"channel": obj.name, "kind": obj.kind, "url": obj.url,
+        _audit(request, "alert-channel-saved", {"channel": obj.name, "kind": obj.kind, "url": _where(obj.url),
                "recipients": obj.recipients, "enabled": obj.enabled,
-               "secret": "changed" if "secret" in form.changed_data else "unchanged"})  # fmt: skip
+               "secret": "changed" if form.secret_typed else "unchanged"})  # fmt: skip
 
     def delete_model(self, request, obj):
         _audit(request, "alert-channel-deleted", {"channel": obj.name, "kind": obj.kind})

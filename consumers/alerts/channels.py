@@ -5,13 +5,20 @@ with what the receiver said, for the delivery log.
 Webhook: POST of the message as JSON; headers X-Console-Event (firing, resolved),
 X-Console-Delivery (the delivery's id: a receiver that saw it already can drop a repeat) and
 X-Console-Signature: sha256=<hex HMAC-SHA256 of the body with the channel's secret>.
+
+Alertmanager forgets an alert that is not posted again before its endsAt: a firing alert is
+posted with endsAt ALERTMANAGER_HOLD_SECONDS ahead and again every minute
+(refresh_alertmanagers), so it stays active while it fires, and expires by itself if the
+console stops.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
+import logging
 import smtplib
 import urllib.error
 import urllib.request
@@ -19,8 +26,11 @@ import urllib.request
 from django.conf import settings
 from django.core.mail import send_mail
 from django.urls import reverse
+from django.utils import timezone
 
 from .models import Alert, Channel, Delivery
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_SECONDS = 10
 
@@ -30,27 +40,30 @@ class SendError(Exception):
 
 
 def message(delivery: Delivery) -> dict:
-    alert: Alert = delivery.alert
     return {
         "schema": "rocketmq-console.alert/1",
         "delivery": delivery.pk,
         "event": delivery.event,
-        "alert": {
-            "id": alert.pk,
-            "rule": alert.rule.name,
-            "condition": alert.rule.condition,
-            "severity": alert.rule.severity,
-            "cluster": alert.cluster.name,
-            "scope": alert.scope,
-            "subject": alert.subject,
-            "evidence": alert.evidence,
-            "findings": alert.findings,
-            "started_at": _iso(alert.started_at),
-            "fired_at": _iso(alert.fired_at),
-            "resolved_at": _iso(alert.ended_at) if delivery.event == "resolved" else None,
-            "resolved_because": alert.end_evidence if delivery.event == "resolved" else None,
-            "url": link(alert),
-        },
+        "alert": _alert(delivery.alert, delivery.event),
+    }
+
+
+def _alert(alert: Alert, event: str) -> dict:
+    return {
+        "id": alert.pk,
+        "rule": alert.rule.name,
+        "condition": alert.rule.condition,
+        "severity": alert.rule.severity,
+        "cluster": alert.cluster.name,
+        "scope": alert.scope,
+        "subject": alert.subject,
+        "evidence": alert.evidence,
+        "findings": alert.findings,
+        "started_at": _iso(alert.started_at),
+        "fired_at": _iso(alert.fired_at),
+        "resolved_at": _iso(alert.ended_at) if event == "resolved" else None,
+        "resolved_because": alert.end_evidence if event == "resolved" else None,
+        "url": link(alert),
     }
 
 
@@ -75,11 +88,14 @@ def send(delivery: Delivery) -> str:
 
 
 def headline(body: dict) -> str:
+    """One line (mail subjects and chat lines break on a newline)."""
     a = body["alert"]
     what = f"{a['cluster']} {a['subject']}".strip()
     if body["event"] == "resolved":
-        return f"[resolved] {a['rule']}: {what}: {a['resolved_because']}"
-    return f"[{a['severity']}] {a['rule']}: {what}: {a['evidence']}"
+        line = f"[resolved] {a['rule']}: {what}: {a['resolved_because']}"
+    else:
+        line = f"[{a['severity']}] {a['rule']}: {what}: {a['evidence']}"
+    return " ".join(line.split())
 
 
 def _webhook(channel: Channel, body: dict) -> str:
@@ -92,11 +108,17 @@ def _webhook(channel: Channel, body: dict) -> str:
 
 
 def _slack(channel: Channel, body: dict) -> str:
-    text = f"{headline(body)}\n<{body['alert']['url']}|open in the console>"
+    # Slack's mrkdwn reads &, < and > as markup: escaped, as its documentation asks
+    line = headline(body).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = f"{line}\n<{body['alert']['url']}|open in the console>"
     return _post(channel.url, json.dumps({"text": text}).encode(), {})
 
 
 def _alertmanager(channel: Channel, body: dict) -> str:
+    return _post(channel.url.rstrip("/") + "/api/v2/alerts", json.dumps([_alertmanager_entry(body)]).encode(), {})
+
+
+def _alertmanager_entry(body: dict) -> dict:
     a = body["alert"]
     labels = {"alertname": a["rule"], "cluster": a["cluster"], "severity": a["severity"], "scope": a["scope"],
               "source": "rocketmq-console"}  # fmt: skip
@@ -110,7 +132,28 @@ def _alertmanager(channel: Channel, body: dict) -> str:
     }
     if body["event"] == "resolved":
         entry["endsAt"] = a["resolved_at"]
-    return _post(channel.url.rstrip("/") + "/api/v2/alerts", json.dumps([entry]).encode(), {})
+    else:
+        entry["endsAt"] = _iso(timezone.now() + dt.timedelta(seconds=settings.ALERTMANAGER_HOLD_SECONDS))
+    return entry
+
+
+def refresh_alertmanagers() -> int:
+    """Post again every firing, not silenced alert that an Alertmanager channel was told of
+    (one request per channel); returns how many channels answered."""
+    answered = 0
+    for channel in Channel.objects.filter(kind=Channel.Kind.ALERTMANAGER, enabled=True):
+        firing = Alert.objects.filter(state=Alert.State.FIRING, silenced_by=None, deliveries__channel=channel,
+                                      deliveries__event="firing", deliveries__state=Delivery.State.SENT)  # fmt: skip
+        entries = [_alertmanager_entry({"event": "firing", "alert": _alert(a, "firing")})
+                   for a in firing.select_related("rule", "cluster")]  # fmt: skip
+        if not entries:
+            continue
+        try:
+            _post(channel.url.rstrip("/") + "/api/v2/alerts", json.dumps(entries).encode(), {})
+            answered += 1
+        except SendError as exc:
+            log.warning("could not refresh %d alert(s) in %s: %s", len(entries), channel, exc)
+    return answered
 
 
 def _email(channel: Channel, body: dict) -> str:
@@ -134,7 +177,8 @@ def _post(url: str, data: bytes, headers: dict) -> str:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
             return f"HTTP {response.status}"
     except urllib.error.HTTPError as exc:
-        raise SendError(f"HTTP {exc.code}: {exc.read(200).decode(errors='replace')}") from exc
+        # the status only: the log is on a page every role reads, and a body could echo anything
+        raise SendError(f"HTTP {exc.code} {exc.reason}") from exc
     except (urllib.error.URLError, OSError) as exc:
         raise SendError(f"{type(getattr(exc, 'reason', exc)).__name__}: {getattr(exc, 'reason', exc)}") from exc
 

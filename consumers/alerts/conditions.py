@@ -97,6 +97,8 @@ def clear_evidence(spec: Spec, subject: str, meta: ClusterMeta, documents: dict[
         first = (health.get("findings") or [{}])[0].get("evidence", "")
         return f"health is {health.get('state')}: {first}".rstrip(": ")
     if spec.condition == "lag_seconds":
+        if doc.lag_seconds is None:
+            return f"lag in seconds is not measured now (threshold {spec.threshold:g} s)"
         return f"lag is {doc.lag_seconds:.0f} s (threshold {spec.threshold:g} s)"
     return f"dead letters arrive at or under {spec.threshold:g} per hour"
 

@@ -1,6 +1,10 @@
 """Sending a Delivery: a claimed job (consumers/claims.py), so two workers or a redelivered
-task send it once. A failed attempt is logged and tried again with exponential backoff, until
+task send it once. A failed attempt (whatever failed: the receiver, the network, the mail
+server, the message) is logged and tried again with exponential backoff, until
 ALERT_DELIVERY_GIVE_UP_SECONDS after the delivery was made; then it is failed.
+
+A resolution waits for its firing on the same channel to be sent (or given up on), so a
+receiver never hears them out of order.
 
 What the network cannot promise: a worker killed after the receiver took the POST and before
 the row says "sent" sends it again when taken over. Receivers drop repeats by the delivery id
@@ -9,6 +13,7 @@ the row says "sent" sends it again when taken over. Receivers drop repeats by th
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from django.conf import settings
 from django.utils import timezone
@@ -17,7 +22,10 @@ from .. import claims
 from . import channels
 from .models import Delivery
 
+log = logging.getLogger(__name__)
 State = Delivery.State
+# deliver_due does not queue a delivery again within this long of queueing it (a busy worker)
+REQUEUE_AFTER = dt.timedelta(seconds=60)
 
 
 def backoff(failed_attempts: int) -> dt.timedelta:
@@ -26,7 +34,9 @@ def backoff(failed_attempts: int) -> dt.timedelta:
 
 
 def due(now: dt.datetime | None = None):
-    return Delivery.objects.filter(state=State.PENDING, next_attempt_at__lte=now or timezone.now())
+    now = now or timezone.now()
+    waiting = Delivery.objects.filter(state=State.PENDING, next_attempt_at__lte=now)
+    return waiting.exclude(queued_at__gt=now - REQUEUE_AFTER)
 
 
 def deliver(pk: int) -> str:
@@ -38,12 +48,20 @@ def deliver(pk: int) -> str:
     if delivery.next_attempt_at > now and not claim.taken_over:  # queued early: back to waiting
         Delivery.objects.filter(pk=pk, run_token=claim.token).update(state=State.PENDING)
         return "not due"
+    firing = _unsent_firing(delivery)
+    if firing is not None:  # its firing is still being tried: after it, never before
+        later = max(firing.next_attempt_at, now) + dt.timedelta(seconds=1)
+        Delivery.objects.filter(pk=pk, run_token=claim.token).update(state=State.PENDING, next_attempt_at=later)
+        return "after the firing"
     try:
         result, ok = channels.send(delivery), True
     except channels.SendError as exc:
         result, ok = str(exc), False
+    except Exception as exc:  # a bug or an odd failure must not leave the row sending forever
+        log.exception("delivery #%s to %s failed", pk, delivery.channel)
+        result, ok = f"{type(exc).__name__}: {exc}", False
     now = timezone.now()
-    attempts = [*delivery.attempts, {"at": now.isoformat(), "ok": ok, "result": result[:500]}]
+    attempts = [*delivery.attempts, {"at": now.isoformat(), "ok": ok, "result": result[:300]}]
     if ok:
         fields = {"state": State.SENT, "sent_at": now}
     elif now - delivery.created_at >= dt.timedelta(seconds=settings.ALERT_DELIVERY_GIVE_UP_SECONDS):
@@ -53,3 +71,20 @@ def deliver(pk: int) -> str:
         fields = {"state": State.PENDING, "next_attempt_at": now + backoff(failed)}
     Delivery.objects.filter(pk=pk, run_token=claim.token).update(attempts=attempts, **fields)
     return fields["state"]
+
+
+def _unsent_firing(delivery: Delivery) -> Delivery | None:
+    if delivery.event != "resolved":
+        return None
+    return Delivery.objects.filter(alert_id=delivery.alert_id, channel_id=delivery.channel_id, event="firing",
+                                   state__in=[State.PENDING, State.SENDING]).first()  # fmt: skip
+
+
+def queue_due(enqueue) -> int:
+    """Queue every delivery whose next attempt is due, marking it queued (see REQUEUE_AFTER)."""
+    now = timezone.now()
+    pks = list(due(now).values_list("pk", flat=True)[:1000])
+    Delivery.objects.filter(pk__in=pks).update(queued_at=now)
+    for pk in pks:
+        enqueue(pk)
+    return len(pks)

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from ..models import Cluster
 from . import conditions, silences
-from .models import Alert, AlertRule, Delivery
+from .models import Alert, AlertRule, Channel, Delivery
 
 log = logging.getLogger(__name__)
 State = Alert.State
@@ -72,23 +72,38 @@ def evaluate_cluster(cluster: Cluster, meta, documents, window, *, now: dt.datet
         for a in Alert.objects.filter(cluster=cluster, state__in=Alert.OPEN, rule__in=rules).select_related("rule")
     }
     for rule in rules:
-        spec = spec_of(rule)
-        verdict = conditions.judge(spec, meta, documents, window)
         mine = {subject: a for (rule_id, subject), a in open_alerts.items() if rule_id == rule.pk}
-        for subject, seen in verdict.holds.items():
-            alert = mine.pop(subject, None)
-            if alert is None:
-                _open(rule, cluster, spec.scope, subject, seen, now, outcome)
-            elif alert.state == State.PENDING and (now - alert.started_at).total_seconds() >= rule.for_seconds:
-                _fire(alert, seen, now, outcome)
-            elif alert.state == State.FIRING and alert.silenced_by_id:
-                _unsilence_if_over(alert, now, outcome)
-        if verdict.all_unknown:
-            continue
-        for subject, alert in mine.items():
-            if subject not in verdict.unknown:
-                _end(alert, conditions.clear_evidence(spec, subject, meta, documents), now, outcome)
+        try:
+            _evaluate_rule(rule, cluster, mine, meta, documents, window, now, outcome)
+        except Exception:  # one rule's trouble must not stop the others (nor the poll)
+            log.exception("alert rule %r on %s", rule.name, cluster.name)
     outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _evaluate_rule(rule, cluster, mine: dict, meta, documents, window, now, outcome: Outcome) -> None:
+    spec = spec_of(rule)
+    verdict = conditions.judge(spec, meta, documents, window)
+    for subject, seen in verdict.holds.items():
+        alert = mine.pop(subject, None)
+        if alert is None:
+            _open(rule, cluster, spec.scope, subject, seen, now, outcome)
+        elif alert.state == State.PENDING and (now - alert.started_at).total_seconds() >= rule.for_seconds:
+            _fire(alert, seen, now, outcome)
+        elif alert.state == State.FIRING and alert.silenced_by_id:
+            _unsilence_if_over(alert, now, outcome)
+    if verdict.all_unknown:
+        return
+    for subject, alert in mine.items():
+        if subject not in verdict.unknown:
+            _end(alert, conditions.clear_evidence(spec, subject, meta, documents), now, outcome)
+
+
+def end_unpolled(now: dt.datetime | None = None) -> Outcome:
+    """Alerts of a cluster that is no longer polled (disabled) end: nothing will judge them."""
+    outcome, now = Outcome(), now or timezone.now()
+    for alert in Alert.objects.filter(state__in=Alert.OPEN, cluster__enabled=False).select_related("rule"):
+        _end(alert, "the cluster is no longer polled (disabled)", now, outcome)
     return outcome
 
 
@@ -125,7 +140,9 @@ def _unsilence_if_over(alert: Alert, now, outcome: Outcome) -> None:
     if silences.matching(alert, now) is not None:
         return
     with transaction.atomic():
-        if Alert.objects.filter(pk=alert.pk, silenced_by=alert.silenced_by_id).update(silenced_by=None):
+        if Alert.objects.filter(pk=alert.pk, state=State.FIRING, silenced_by=alert.silenced_by_id).update(
+            silenced_by=None
+        ):
             _notify(alert, "firing", alert.rule.channels.all(), now, outcome)
 
 
@@ -138,9 +155,10 @@ def _end(alert: Alert, evidence: str, now, outcome: Outcome) -> None:
             return
         outcome.ended += 1
         if ended == State.RESOLVED:
-            # the channels that heard it fire hear it end (even if silenced since): no orphans
+            # the channels that heard it fire hear it end, even if silenced or taken off the
+            # rule since: no receiver is left with an alert that never ends
             told = alert.deliveries.filter(event="firing").values_list("channel_id", flat=True)
-            _notify(alert, "resolved", alert.rule.channels.filter(pk__in=told), now, outcome)
+            _notify(alert, "resolved", Channel.objects.filter(pk__in=told), now, outcome)
 
 
 def _notify(alert: Alert, event: str, channels, now, outcome: Outcome) -> None:

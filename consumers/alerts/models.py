@@ -119,7 +119,8 @@ class Alert(models.Model):
 
     OPEN = (State.PENDING, State.FIRING)
 
-    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    # a rule with alerts is disabled, not deleted: its receivers must hear its alerts end
+    rule = models.ForeignKey(AlertRule, on_delete=models.PROTECT, related_name="alerts")
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.CASCADE, related_name="alerts")
     scope = models.CharField(max_length=8)  # group, broker, cluster
     subject = models.CharField(max_length=255, blank=True)  # the group or broker; "" for the cluster
@@ -166,6 +167,7 @@ class Delivery(models.Model):
     attempts = models.JSONField(default=list)  # [{"at", "ok", "result"}], one per attempt
     created_at = models.DateTimeField(auto_now_add=True)
     next_attempt_at = models.DateTimeField()
+    queued_at = models.DateTimeField(null=True)  # last queued by deliver_due: not again while it waits
     sent_at = models.DateTimeField(null=True)
     run_token = models.CharField(max_length=32, blank=True)
     heartbeat_at = models.DateTimeField(null=True)
@@ -175,6 +177,7 @@ class Delivery(models.Model):
         app_label = "consumers"
         ordering = ["created_at"]
         constraints = [models.UniqueConstraint(fields=["alert", "channel", "event"], name="one_delivery_per_event")]
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="delivery_due")]
 
     def __str__(self) -> str:
         return f"{self.event} of {self.alert} to {self.channel.name}: {self.state}"

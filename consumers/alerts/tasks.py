@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from .. import claims
-from . import delivery
+from . import channels, delivery, evaluate
 from .models import Delivery
 
 
@@ -17,10 +17,15 @@ def deliver(delivery_id: int) -> str:
 @shared_task(ignore_result=True)
 def deliver_due() -> int:
     """Queue every delivery whose next attempt is due (retries after a failure)."""
-    pks = list(delivery.due().values_list("pk", flat=True))
-    for pk in pks:
-        deliver.delay(pk)
-    return len(pks)
+    return delivery.queue_due(deliver.delay)
+
+
+@shared_task(ignore_result=True, soft_time_limit=60, time_limit=90)
+def upkeep() -> None:
+    """Every minute: end the alerts of clusters no longer polled, and post the firing alerts to
+    every Alertmanager again, before they expire there."""
+    evaluate.end_unpolled()
+    channels.refresh_alertmanagers()
 
 
 claims.register(Delivery, running=Delivery.State.SENDING, requeue=lambda pk: deliver.delay(pk))

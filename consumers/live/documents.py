@@ -435,8 +435,14 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         dlq=doc.dlq_count,
         expired=[q.label for q in main if q.expired],
         complete=not doc.problems,
-        allocation=allocation_fingerprint(held) if held and not doc.problems else None,
+        allocation=allocation_fingerprint(held) if held and not doc.problems and _allocates(doc) else None,
     )
+
+
+def _allocates(doc: GroupDocument) -> bool:
+    """Clustering groups share queues out; broadcasting ones (every client reads every queue)
+    and POP ones (the broker hands out messages, not queues) have no allocation to change."""
+    return doc.message_model != "BROADCASTING" and doc.consumption not in ("pop", "grpc-simple", "grpc-push")
 
 
 def allocation_fingerprint(queues: list[QueueRow]) -> int:

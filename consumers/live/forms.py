@@ -52,5 +52,9 @@ class GroupFilterForm(forms.Form):
         )
 
 
+class AllocationChartForm(forms.Form):
+    hours = forms.IntegerField(required=False, min_value=1, max_value=24 * 7)  # per-queue rows: a week at most
+
+
 class LagChartForm(forms.Form):
     hours = forms.IntegerField(required=False, min_value=1, max_value=24 * 31)

@@ -37,8 +37,12 @@ class Timeline:
         return sorted(counts.items())
 
 
-def timeline(rows: pa.Table) -> Timeline:
-    """`rows`: the group's queue_offsets rows, any order."""
+def timeline(rows: pa.Table, *, incomplete: set | frozenset = frozenset()) -> Timeline:
+    """`rows`: the group's queue_offsets rows, any order. `incomplete`: times of polls that
+    could not read the whole group (a client's queues unread look released): left out."""
+    if incomplete:
+        keep = [ts not in incomplete for ts in rows.column("ts").to_pylist()]
+        rows = rows.filter(pa.array(keep, type=pa.bool_()))
     if rows.num_rows == 0:
         return Timeline([], 0, [])
     rows = rows.sort_by([("ts", "ascending")])

@@ -216,8 +216,12 @@ def group_detail(redis, cluster: Cluster, group: str) -> GroupView | None:
 def allocation_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
     """When the group's queues changed hands over the last `hours`, from the history."""
     since = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)
-    rows = history_store().read("queue_offsets", cluster.name, group=group, since=since)
-    return charts.allocation_figure(rebalance.timeline(rows), group=group, hours=hours)
+    store = history_store()
+    rows = store.read("queue_offsets", cluster.name, group=group, since=since)
+    polls = store.read("group_stats", cluster.name, group=group, since=since)
+    incomplete = {ts for ts, complete in zip(polls.column("ts").to_pylist(), polls.column("complete").to_pylist(),
+                                             strict=True) if complete is False}  # fmt: skip
+    return charts.allocation_figure(rebalance.timeline(rows, incomplete=incomplete), group=group, hours=hours)
 
 
 def lag_chart(cluster: Cluster, group: str, *, hours: int) -> dict:

@@ -12,7 +12,7 @@ from ..models import Cluster
 from ..redis_client import get_redis
 from ..stats.forms import PRESETS, PeriodForm
 from . import selectors
-from .forms import GroupFilterForm, LagChartForm
+from .forms import AllocationChartForm, GroupFilterForm, LagChartForm
 
 
 @console_page
@@ -81,7 +81,7 @@ def group_lag_chart(request, cluster: str, group: str):
 @console_page
 def group_allocation_chart(request, cluster: str, group: str):
     cluster = cluster_or_404(cluster)
-    form = LagChartForm(request.GET)
+    form = AllocationChartForm(request.GET)
     if not form.is_valid():
         return JsonResponse({"error": form.errors.get_json_data()}, status=400)
     figure = selectors.allocation_chart(cluster, group, hours=form.cleaned_data["hours"] or 24)

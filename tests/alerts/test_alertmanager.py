@@ -4,9 +4,10 @@ once the console says it ended."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
-from consumers.alerts import delivery
+from consumers.alerts import channels, delivery
 from consumers.alerts.models import Alert
 from devstack.alertmanager import LocalAlertmanager
 from tests.alerts.conftest import make_channel, make_rule
@@ -38,6 +39,13 @@ def test_alertmanager_routes_the_firing_and_the_resolution(east, redis, queued):
         assert "no client is online" in listed["annotations"]["evidence"]
         notified = _wait(lambda: [m for m in routed.json() if m["status"] == "firing"], "Alertmanager's webhook")
         assert notified[0]["alerts"][0]["labels"]["group"] == "orders"
+        # Alertmanager drops what is not posted again before its endsAt: the minute's upkeep does
+        first_end = dt.datetime.fromisoformat(listed["endsAt"])
+        assert first_end > dt.datetime.now(dt.UTC) + dt.timedelta(seconds=240)
+        time.sleep(1.1)
+        assert channels.refresh_alertmanagers() == 1
+        [again] = manager.alerts()
+        assert dt.datetime.fromisoformat(again["endsAt"]) > first_end and again["status"]["state"] == "active"
 
         publish(east, redis, [group("orders", lag=0, online=True)])
         assert Alert.objects.get().state == "resolved"

@@ -127,3 +127,48 @@ def test_email_goes_through_smtp(east, redis, queued, settings):
         assert "Evidence: STOPPED: no client is online and lag is 8" in mail["data"]
     finally:
         smtp.stop()
+
+
+def test_a_resolution_waits_for_its_firing_so_the_receiver_hears_them_in_order(east, redis, queued, receiver):
+    receiver.stop()
+    fire(east, redis, make_channel(url=receiver.url))
+    firing = queued[0]
+    assert delivery.deliver(firing) == "pending"  # the receiver is down: retried later
+    publish(east, redis, [group("orders", lag=0, online=True)])
+    resolved = queued[1]
+    assert delivery.deliver(resolved) == "after the firing"
+    assert len(Delivery.objects.get(pk=resolved).attempts) == 0  # not an attempt: nothing was sent
+    receiver.start()
+    Delivery.objects.filter(pk=firing).update(next_attempt_at=timezone.now())
+    assert delivery.deliver(firing) == "sent"
+    Delivery.objects.filter(pk=resolved).update(next_attempt_at=timezone.now())
+    assert delivery.deliver(resolved) == "sent"
+    assert [r["headers"]["X-Console-Event"] for r in receiver.requests] == ["firing", "resolved"]
+
+
+def test_any_failure_of_a_send_is_an_attempt_logged_and_retried(east, redis, queued, monkeypatch):
+    fire(east, redis, make_channel())
+
+    def broken(delivery):
+        raise RuntimeError("a bug in a channel")
+
+    monkeypatch.setattr("consumers.alerts.channels.send", broken)
+    assert delivery.deliver(queued[0]) == "pending"
+    [attempt] = Delivery.objects.get().attempts
+    assert attempt == {"at": attempt["at"], "ok": False, "result": "RuntimeError: a bug in a channel"}
+
+
+def test_a_busy_worker_is_not_sent_the_same_delivery_every_five_seconds(east, redis, queued):
+    fire(east, redis, make_channel())
+    sent = []
+    assert delivery.queue_due(sent.append) == 1 and delivery.queue_due(sent.append) == 0
+    Delivery.objects.update(queued_at=timezone.now() - dt.timedelta(seconds=61))
+    assert delivery.queue_due(sent.append) == 1 and sent == [queued[0], queued[0]]
+
+
+def test_headlines_are_one_line():
+    from consumers.alerts.channels import headline
+
+    body = {"event": "firing", "alert": {"cluster": "east", "subject": "g", "rule": "r", "severity": "info",
+                                         "evidence": "two\nlines\r\n"}}  # fmt: skip
+    assert headline(body) == "[info] r: east g: two lines"

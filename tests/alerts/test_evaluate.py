@@ -165,3 +165,32 @@ def test_a_rule_disabled_or_narrowed_away_ends_its_open_alerts(east, redis, queu
     assert billing.state == "resolved"
     assert billing.end_evidence == "the rule was disabled or no longer applies to this cluster"
     assert Delivery.objects.filter(event="resolved").count() == 2  # the channel heard both end
+
+
+def test_the_alerts_of_a_cluster_no_longer_polled_end(east, redis, queued):
+    make_rule(make_channel())
+    publish(east, redis, [stopped()])
+    east.enabled = False
+    east.save()
+    evaluate.end_unpolled()
+    alert = Alert.objects.get()
+    assert alert.state == "resolved" and alert.end_evidence == "the cluster is no longer polled (disabled)"
+    assert Delivery.objects.filter(event="resolved").count() == 1
+
+
+def test_a_channel_taken_off_the_rule_still_hears_the_end(east, redis, queued):
+    hook = make_channel()
+    rule = make_rule(hook)
+    publish(east, redis, [stopped()])
+    rule.channels.clear()
+    publish(east, redis, [healthy()])
+    assert Delivery.objects.filter(channel=hook, event="resolved").count() == 1
+
+
+def test_a_rule_with_alerts_is_disabled_not_deleted(east, redis, queued):
+    from django.db.models import ProtectedError
+
+    rule = make_rule(make_channel())
+    publish(east, redis, [stopped()])
+    with pytest.raises(ProtectedError):
+        rule.delete()

@@ -92,3 +92,25 @@ def test_the_group_page_shows_what_fires_for_the_group(client, personas, firing)
     assert 'id="group-alerts"' in page and "STOPPED: no client is online and lag is 8" in page
     Alert.objects.update(state="resolved")
     assert 'id="group-alerts"' not in client.get("/groups/east/orders/").content.decode()
+
+
+def test_the_admin_keeps_a_channel_s_secrets_out_of_pages_and_the_audit_log(client, personas, db):
+    client.force_login(personas["admin"])
+    secret_url = "https://hooks.example.com/services/T000/B000/XXXXsecretXXXX"
+    form = {"name": "chat", "kind": "slack", "url": secret_url, "recipients": "", "enabled": "on"}
+    response = client.post("/admin/consumers/channel/add/", {**form, "secret": "hmac-key"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    from consumers.alerts.models import Channel
+
+    channel = Channel.objects.get()
+    assert channel.secret == "hmac-key"
+    event = AuditEvent.objects.get(action="alert-channel-saved")
+    assert event.details["url"] == "https://hooks.example.com/…" and event.details["secret"] == "changed"
+    page = client.get(f"/admin/consumers/channel/{channel.pk}/change/").content.decode()
+    assert "hmac-key" not in page
+    # saved again with the secret left empty: the secret stays
+    client.post(f"/admin/consumers/channel/{channel.pk}/change/", {**form, "secret": ""})
+    channel.refresh_from_db()
+    assert channel.secret == "hmac-key"
+    assert AuditEvent.objects.filter(action="alert-channel-saved").last().details["secret"] == "unchanged"
+    assert secret_url not in AuditEvent.objects.values_list("details", flat=True).__str__()

@@ -48,6 +48,13 @@ def test_each_hand_over_is_a_change_with_whom_from_and_to():
     assert found.per_hour() == [(T0.replace(minute=0), 3)]
 
 
+def test_polls_that_could_not_read_the_whole_group_are_left_out():
+    # poll 2 could not read B's running info: its queue looks released, then taken again
+    polls = [(0, {0: "A", 1: "B"}), (1, {0: "A", 1: None}), (2, {0: "A", 1: "B"})]
+    assert len(timeline(rows(*polls)).changes) == 2
+    assert timeline(rows(*polls), incomplete={T0 + dt.timedelta(minutes=1)}).changes == []
+
+
 def test_no_history_is_no_timeline():
     found = timeline(rows())
     assert (found.changes, found.polls, found.per_hour()) == ([], 0, [])
@@ -82,6 +89,16 @@ def queue(queue_id, *clients):
     return QueueRow(topic="T", broker="b", queue_id=queue_id, retry=False, min=0, max=1, consumer=1, lag=0,
                     lag_seconds=None, lag_seconds_note=None, pull=None, last_consume_ms=None, clients=list(clients),
                     expired=False, as_of=1.0)  # fmt: skip
+
+
+def test_broadcasting_and_pop_groups_have_no_allocation_to_change():
+    from consumers.live.documents import GroupDocument, sample
+
+    clustering = GroupDocument("g", 1.0, message_model="CLUSTERING", consumption="push", queues=[queue(0, "A")])
+    assert sample(clustering, 1.0).allocation is not None
+    for fields in ({"message_model": "BROADCASTING", "consumption": "push"}, {"consumption": "grpc-simple"},
+                   {"consumption": "pop"}):  # fmt: skip
+        assert sample(GroupDocument("g", 1.0, queues=[queue(0, "A", "B")], **fields), 1.0).allocation is None
 
 
 def test_the_fingerprint_changes_only_when_a_queue_changes_hands():
