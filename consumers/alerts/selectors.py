@@ -9,6 +9,7 @@ from .models import Alert, Delivery, Silence
 from .silences import active
 
 HISTORY = 100
+OPEN_SHOWN = 500  # a storm of alerts still renders: the API pages through the rest
 
 
 def alerts():
@@ -19,11 +20,11 @@ def alerts():
 
 def board() -> dict:
     """Firing (notified, then silenced), pending and the latest ended alerts; silences."""
-    firing = list(alerts().filter(state=Alert.State.FIRING).order_by("-fired_at"))
+    firing = list(alerts().filter(state=Alert.State.FIRING).order_by("-fired_at")[:OPEN_SHOWN])
     return {
         "firing": [a for a in firing if a.silenced_by_id is None],
         "silenced": [a for a in firing if a.silenced_by_id is not None],
-        "pending": list(alerts().filter(state=Alert.State.PENDING).order_by("-started_at")),
+        "pending": list(alerts().filter(state=Alert.State.PENDING).order_by("-started_at")[:OPEN_SHOWN]),
         "history": list(alerts().exclude(state__in=Alert.OPEN).order_by("-ended_at")[:HISTORY]),
         "silences": list(active().select_related("rule", "cluster", "created_by")),
         "ended_silences": list(
