@@ -9,7 +9,7 @@ from .models import Alert, Delivery, Silence
 from .silences import active
 
 HISTORY = 100
-OPEN_SHOWN = 500  # a storm of alerts still renders: the API pages through the rest
+OPEN_SHOWN = 500  # a storm of alerts still renders (the API lists 500 of a state too)
 
 
 def alerts():
