@@ -12,8 +12,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from ..models import Cluster
-
 
 class State(models.TextChoices):
     DRAFT = "draft"
@@ -36,7 +34,7 @@ class ChangeRequest(models.Model):
         RESET = "reset", "offset reset"
         REDRIVE = "redrive", "DLQ redrive"
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="change_requests")
+    cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # the strategy and its parameters, as the requester gave them

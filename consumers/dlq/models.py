@@ -11,9 +11,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from ..changes.models import ChangeRequest
-from ..models import Cluster
-
 
 class RedriveJob(models.Model):
     class State(models.TextChoices):
@@ -31,7 +28,7 @@ class RedriveJob(models.Model):
         ORIGINAL = "original", "the original topic (every subscribing group)"
         TOPIC = "topic", "another topic"
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="redrive_jobs")
+    cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="redrive_jobs")
     group = models.CharField(max_length=255)
     selection = models.JSONField(default=dict)  # the filter (time range, key, tag, ids, ...)
     target = models.CharField(max_length=16, choices=Target.choices)
@@ -46,7 +43,7 @@ class RedriveJob(models.Model):
     failed = models.PositiveIntegerField(default=0)
     failures = models.JSONField(default=list)  # the latest failures, with reasons
     change_request = models.OneToOneField(
-        ChangeRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="redrive_job"
+        "consumers.ChangeRequest", on_delete=models.PROTECT, null=True, blank=True, related_name="redrive_job"
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -73,7 +70,7 @@ class RedriveJob(models.Model):
 
 class RedrivenMessage(models.Model):
     job = models.ForeignKey(RedriveJob, on_delete=models.PROTECT, related_name="messages")
-    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="+")
+    cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="+")
     group = models.CharField(max_length=255)
     source = models.CharField(max_length=255)  # broker#queue of the DLQ
     source_offset = models.BigIntegerField()
