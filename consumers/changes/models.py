@@ -68,6 +68,13 @@ class ChangeRequest(models.Model):
         return f"#{self.pk} {self.get_kind_display()} of {self.group} on {self.cluster}: {self.state}"
 
     @property
+    def silent_since(self):
+        """When its worker last reported, if it went silent (consumers/claims.py)."""
+        from ..claims import silent_since
+
+        return silent_since(self) if self.state == State.RUNNING else None
+
+    @property
     def final(self) -> bool:
         return self.state in FINAL_STATES
 

@@ -56,3 +56,10 @@ class Report(models.Model):
 
     def __str__(self) -> str:
         return f"report #{self.pk}: {self.title}"
+
+    @property
+    def silent_since(self):
+        """When its worker last reported, if it went silent (consumers/claims.py)."""
+        from ..claims import silent_since
+
+        return silent_since(self) if self.state == self.State.RUNNING else None
