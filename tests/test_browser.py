@@ -187,6 +187,9 @@ def test_the_main_pages_load_with_debug_on_and_keep_their_document(page, live_se
         "/dlq/": None,
         "/stats/": None,
         "/reports/": None,
+        "/stats/jobs/": None,
+        "/clusters/": None,
+        "/alerts/": "Alerts",
         "/audit/": None,
         "/account/tokens/": None,
     }
