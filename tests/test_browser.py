@@ -133,7 +133,9 @@ def watch_errors(page) -> list[str]:
     """Uncaught script errors and console errors, as they happen (a missing favicon aside)."""
     errors = []
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "favicon" not in m.text else None)
+    # Chromium's "Failed to load resource" text has no URL: the favicon is told by its location
+    page.on("console", lambda m: errors.append(f"{m.text} ({m.location.get('url')})")
+            if m.type == "error" and "favicon" not in m.text + str(m.location.get("url")) else None)  # fmt: skip
     return errors
 
 
