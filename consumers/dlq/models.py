@@ -84,7 +84,10 @@ class RedrivenMessage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "source", "source_offset"], name="one_send_per_message_per_job")
         ]
-        indexes = [models.Index(fields=["cluster", "group", "source", "source_offset"])]
+        indexes = [
+            models.Index(fields=["cluster", "group", "source", "source_offset"]),
+            models.Index(fields=["job", "sent_at"], name="redriven_by_job_and_time"),  # the last 10 s's rate
+        ]
 
     def __str__(self) -> str:
         return f"{self.source}:{self.source_offset} -> {self.target_topic} by job #{self.job_id}"
