@@ -33,7 +33,7 @@ class BrokerReport:
 def describe(broker: BrokerState) -> str:
     if broker.state == "missing":
         since = dt.datetime.fromtimestamp(broker.missing_since, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"missing since {since} (not in the name server)"
+        return f"missing since {since} (its last successful read; not in the name server)"
     return f"broker unreadable: {broker.error}"
 
 
@@ -45,14 +45,17 @@ def reconcile(cluster: Cluster, snapshot: ClusterSnapshot, *, now: float) -> Bro
     with transaction.atomic():
         known = {b.name: b for b in KnownBroker.objects.select_for_update().filter(cluster=cluster)}
         for name, status in sorted(snapshot.brokers.items()):
-            row = known.pop(name, None) or KnownBroker(cluster=cluster, name=name, first_seen=at)
-            row.address, row.last_seen, row.missing_since = status.address, at, None
+            row = known.pop(name, None) or KnownBroker(cluster=cluster, name=name, first_seen=at, last_seen=at)
+            row.address, row.missing_since = status.address, None
+            if not status.error:  # last_seen is the last successful read, not the last listing
+                row.last_seen = at
             row.broker_cluster = _cluster_of(snapshot, name) or ""
             row.save()
             states.append(_seen_state(snapshot, status, now))
         for row in known.values():
             if row.missing_since is None:
-                row.missing_since = at
+                # missing since its last successful read: the poll that noticed came later
+                row.missing_since = row.last_seen
                 row.save(update_fields=["missing_since"])
             if row.missing_since < forget_before:
                 row.delete()

@@ -121,11 +121,15 @@ def flushed(small, broker: str, offsets: dict[int, int]) -> bool:
     return {int(k): v for k, v in table.items()} == offsets
 
 
+WHY_MISSING = "(its last successful read; not in the name server)"
+
+
 def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster, redis, small, viewer_client):
     committed = {("broker-a", 0): 5, ("broker-a", 1): 5, ("broker-b", 0): 4, ("broker-b", 1): 4}
     commit(small, committed)
     wait(lambda: flushed(small, "broker-b", {0: 4, 1: 4}), 30, "broker-b flushed the committed offsets")
     assert poll_cluster(cluster).status == "ok"
+    last_read = snapshots.read_meta(redis, cluster.pk).polled_at
     before = {(q.broker, q.queue_id): q for q in snapshots.read_detail(redis, cluster.pk, GROUP).queues}
     small.kill_broker("broker-b")
     try:
@@ -133,13 +137,18 @@ def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster,
         assert poll_cluster(cluster).status == "degraded"
         meta = snapshots.read_meta(redis, cluster.pk)
         missing = next(b for b in meta.brokers if b.name == "broker-b")
-        assert missing.state == "missing" and missing.missing_since >= meta.polled_at - 1
+        # missing since its last successful read (that poll), not since this poll noticed
+        assert missing.state == "missing" and missing.missing_since == pytest.approx(last_read, abs=0.001)
+        assert missing.missing_since < meta.polled_at
         doc = snapshots.read_detail(redis, cluster.pk, GROUP)
         rows = {(q.broker, q.queue_id): q for q in doc.queues}
         assert set(rows) == set(before)  # no queue vanished with the broker
         for i in (0, 1):
             row = rows[("broker-b", i)]
-            assert "missing since" in row.stale_reason and "(not in the name server)" in row.stale_reason
+            assert (
+                "missing since" in row.stale_reason
+                and "(its last successful read; not in the name server)" in row.stale_reason
+            )
             assert (row.consumer, row.max) == (before[("broker-b", i)].consumer, before[("broker-b", i)].max)
         assert (
             doc.lag == sum(q.lag for q in before.values() if not q.retry) and "broker-b missing" in doc.lag_incomplete
@@ -147,7 +156,13 @@ def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster,
         clusters = viewer_client.get("/api/clusters/").json()["clusters"]
         assert clusters[0]["state"] == "degraded"
         html = viewer_client.get("/clusters/").content.decode()
-        assert 'data-broker="broker-b" data-state="missing"' in html and "(not in the name server)" in html
+        assert (
+            'data-broker="broker-b" data-state="missing"' in html
+            and "(its last successful read; not in the name server)" in html
+        )
+        # the group page says, on each stale row, as of when and why (not only in a tooltip)
+        group_page = viewer_client.get(f"/groups/{cluster.name}/{GROUP}/").content.decode()
+        assert group_page.count('<div class="stale-note error">as of ') == 2
     finally:
         started = time.monotonic()
         small.start_broker("broker-b")
