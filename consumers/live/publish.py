@@ -66,9 +66,12 @@ def publish_poll(
 ) -> PollResult:
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start."""
     snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
-    with stages.timing("previous documents"):
-        previous = snapshots.read_details(redis, cluster.pk)
     unreachable = brokers.unreachable()
+    with stages.timing("previous documents"):
+        # every one when brokers are missing (their groups' queues, and groups no longer
+        # listed, are carried over); otherwise only those a group asks for
+        unread = unreachable or any(p.scope == "broker" for p in snapshot.problems)
+        previous = snapshots.read_details(redis, cluster.pk) if unread else snapshots.LazyDetails(redis, cluster.pk)
     with stages.timing("documents"):
         docs = {
             group: documents.build_document(
