@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..rocketmq import GroupProgress
@@ -212,7 +213,7 @@ def build_document(
     *,
     lag_times: dict,
     dlq_count: int | None,
-    previous: GroupDocument | None,
+    previous: GroupDocument | None | Callable[[], GroupDocument | None],
     unreachable: dict[str, str] | None = None,
     in_flight: dict[str, int] | None = None,
     in_flight_note: str | None = None,
@@ -221,16 +222,18 @@ def build_document(
 
     `unreachable` names the brokers this poll did not read (missing from the name server, or
     failing), with why: the group's queues on them are carried over from `previous`, marked
-    stale, and the lag totals say they are incomplete rather than shrinking."""
+    stale, and the lag totals say they are incomplete rather than shrinking. `previous` may be
+    a function that reads it: called only when this group needs it (most never do)."""
+    previous_of = previous if callable(previous) else (lambda: previous)
     if any(p.scope == "group" for p in progress.problems):
-        return _carry_over(progress, previous)
+        return _carry_over(progress, previous_of())
     model = message_model(progress)
     broadcast = broadcast_offsets(progress) if model == "BROADCASTING" else None
     unread = {p.target: f"broker unreadable: {p.error}" for p in progress.problems if p.scope == "broker"}
     unread.update(unreachable or {})
     queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
     queues += [_uncommitted_row(progress, mq, broadcast) for mq in progress.uncommitted]
-    queues += _stale_queues(queues, previous, unread)
+    queues += _stale_queues(queues, previous_of() if unread else None, unread)
     queues.sort(key=lambda r: (r.retry, r.topic, r.broker, r.queue_id))
     main = [q for q in queues if not q.retry and q.lag is not None]
     retry = [q for q in queues if q.retry]
@@ -247,7 +250,7 @@ def build_document(
         consume_type=connection.consume_type if connection else None,
         consumption=consumption(progress),
         **_in_flight(progress, in_flight, in_flight_note),
-        topics=progress.topics or subscribed or (previous.topics if previous else []),
+        topics=progress.topics or subscribed or getattr(previous_of(), "topics", None) or [],
         topic_lags={} if broadcast else _topic_lags(queues),
         lag=_group_lag(main, broadcast, progress.complete),
         retry_lag=sum(q.lag for q in retry if q.lag is not None) if retry or progress.complete else None,

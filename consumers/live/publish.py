@@ -71,14 +71,15 @@ def publish_poll(
         # every one when brokers are missing (their groups' queues, and groups no longer
         # listed, are carried over); otherwise only those a group asks for
         unread = unreachable or any(p.scope == "broker" for p in snapshot.problems)
-        previous = snapshots.read_details(redis, cluster.pk) if unread else snapshots.LazyDetails(redis, cluster.pk)
+        lazy = not unread
+        previous = snapshots.LazyDetails(redis, cluster.pk) if lazy else snapshots.read_details(redis, cluster.pk)
     with stages.timing("documents"):
         docs = {
             group: documents.build_document(
                 progress,
                 lag_times=reading.lag_times,
                 dlq_count=reading.dlq_counts.get(group),
-                previous=previous.get(group),
+                previous=previous.loader(group) if lazy else previous.get(group),
                 unreachable=unreachable,
                 in_flight=reading.in_flight,
                 in_flight_note=reading.in_flight_note,

@@ -95,6 +95,11 @@ class LazyDetails:
     def __init__(self, redis, cluster_id: int):
         self.redis, self.key, self.cache = redis, key(cluster_id, "detail"), {}
 
+    def loader(self, group: str):
+        """A function that reads the group's previous document (build_document calls it only
+        if it needs it)."""
+        return lambda: self.get(group)
+
     def get(self, group: str) -> GroupDocument | None:
         if group not in self.cache:
             raw = self.redis.hget(self.key, group)

@@ -21,3 +21,21 @@ def test_the_window_reads_the_entries_since_oldest_first(redis):
     window = snapshots.read_window(redis, 7, since=115.0)
     assert [s.t for s in window["g"]] == [115.0, 130.0, 145.0, 160.0]
     assert snapshots.read_window(redis, 7, since=161.0) == {}
+
+
+def test_a_poll_reads_a_previous_document_only_for_a_group_that_needs_one(redis, db, monkeypatch):
+    from consumers.live.snapshots import LazyDetails
+    from consumers.models import Cluster
+    from consumers.rocketmq import Problem
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    first = publish(cluster, redis, [group("orders", lag=5), group("billing", lag=2)])
+    asked = []
+    real_get = LazyDetails.get
+    monkeypatch.setattr(LazyDetails, "get", lambda self, g: asked.append(g) or real_get(self, g))
+    failed = Problem("group", "orders", "DeadlineExceeded: deadline passed", "DeadlineExceeded")
+    now = publish(cluster, redis, [group("orders", lag=9, problems=[failed]), group("billing", lag=3)])
+    assert asked == ["orders"]  # billing was read whole: its previous document was never decoded
+    assert now["orders"].stale and now["orders"].lag == first["orders"].lag == 5  # carried over
+    assert not now["billing"].stale and now["billing"].lag == 3
