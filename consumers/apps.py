@@ -11,11 +11,10 @@ class ConsumersConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in
 
         # alerts listen to every poll; their deliveries register with the claimed jobs
-        from .alerts import evaluate as alerts_evaluate
-        from .alerts import tasks as alerts_tasks  # noqa: F401
+        from .alerts import tasks as alerts_tasks
         from .live.signals import poll_published
 
-        poll_published.connect(alerts_evaluate.on_poll, dispatch_uid="consumers.alerts.evaluate")
+        poll_published.connect(alerts_tasks.on_poll, dispatch_uid="consumers.alerts.evaluate")
         # the kinds of change register with the workflow
         from .dlq import kind as redrive_kind  # noqa: F401
         from .lockout import audit_lockout, reset_own_failures

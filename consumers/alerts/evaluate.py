@@ -38,8 +38,8 @@ class Outcome:
     seconds: float = 0.0
 
 
-def on_poll(sender, *, cluster, meta, documents, window, polled_at, **_) -> Outcome:
-    """The receiver of live.signals.poll_published."""
+def on_poll(*, cluster, meta, documents, window, polled_at, **_) -> Outcome:
+    """What live.signals.poll_published carries, evaluated (tasks.on_poll receives it)."""
     return evaluate_cluster(cluster, meta, documents, window, now=dt.datetime.fromtimestamp(polled_at, dt.UTC))
 
 
@@ -162,8 +162,7 @@ def _end(alert: Alert, evidence: str, now, outcome: Outcome) -> None:
 
 
 def _notify(alert: Alert, event: str, channels, now, outcome: Outcome) -> None:
-    from .tasks import deliver  # the tasks module imports this one
-
+    """Make the deliveries; the caller queues outcome.notifications (tasks.py), once committed."""
     for channel in channels:
         if not channel.enabled:
             continue
@@ -172,4 +171,3 @@ def _notify(alert: Alert, event: str, channels, now, outcome: Outcome) -> None:
         )
         if created:
             outcome.notifications.append(delivery.pk)
-            transaction.on_commit(lambda pk=delivery.pk: deliver.delay(pk))

@@ -1,12 +1,26 @@
-"""Celery tasks of alerts: thin wrappers over delivery."""
+"""Celery tasks of alerts, thin wrappers over delivery and evaluate, and the receiver of each
+published poll: what an evaluation notifies is queued here, once its rows are committed."""
 
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import transaction
 
 from .. import claims
 from . import channels, delivery, evaluate
 from .models import Delivery
+
+
+def on_poll(sender, **published) -> evaluate.Outcome:
+    """The receiver of live.signals.poll_published."""
+    return _queue(evaluate.on_poll(**published))
+
+
+def _queue(outcome: evaluate.Outcome) -> evaluate.Outcome:
+    pks = list(outcome.notifications)
+    if pks:
+        transaction.on_commit(lambda: [deliver.delay(pk) for pk in pks])
+    return outcome
 
 
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=60, time_limit=90)
@@ -24,7 +38,7 @@ def deliver_due() -> int:
 def upkeep() -> None:
     """Every minute: end the alerts of clusters no longer polled, and post the firing alerts to
     every Alertmanager again, before they expire there."""
-    evaluate.end_unpolled()
+    _queue(evaluate.end_unpolled())
     channels.refresh_alertmanagers()
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.db import close_old_connections
 
 from consumers.alerts import evaluate, silences
+from consumers.alerts import tasks as alert_tasks
 from consumers.alerts.models import Alert, Delivery
 from consumers.changes.models import AuditEvent
 from consumers.live import snapshots
@@ -99,7 +100,8 @@ def test_the_same_poll_evaluated_twice_at_once_notifies_once(east, redis, queued
     def worker():
         try:
             barrier.wait()
-            outcomes.append(evaluate.evaluate_cluster(east, meta, docs, None))
+            outcomes.append(alert_tasks.on_poll(None, cluster=east, meta=meta, documents=docs, window=None,
+                                                polled_at=meta.polled_at))  # fmt: skip
         finally:
             close_old_connections()
 
