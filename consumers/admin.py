@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .models import AuditEvent, Cluster, HealthOverride, KnownBroker
+from .readonly_admin import ReadOnlyAdmin
 
 
 class ClusterForm(forms.ModelForm):
@@ -53,21 +54,12 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     """Read-only: the audit log is append-only, in the admin as everywhere."""
 
     list_display = ["at", "username", "action", "cluster", "group", "change_request", "remote_addr"]
     list_filter = ["action", "cluster"]
     search_fields = ["username", "group"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 from .alerts import admin as alerts_admin  # noqa: E402, F401  (its models register there)

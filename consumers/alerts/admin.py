@@ -11,6 +11,7 @@ from django.contrib import admin
 from .. import audit
 from ..access import remote_addr
 from ..live.health import SEVERITY
+from ..readonly_admin import ReadOnlyAdmin
 from .models import Alert, AlertRule, Channel, Delivery, Silence
 
 
@@ -101,29 +102,18 @@ class AlertRuleAdmin(admin.ModelAdmin):
         super().delete_queryset(request, queryset)
 
 
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Alert)
-class AlertAdmin(_ReadOnly):
+class AlertAdmin(ReadOnlyAdmin):
     list_display = ["rule", "cluster", "subject", "state", "started_at", "fired_at", "ended_at", "silenced_by"]
     list_filter = ["state", "rule"]
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(_ReadOnly):
+class DeliveryAdmin(ReadOnlyAdmin):
     list_display = ["alert", "channel", "event", "state", "created_at", "sent_at", "next_attempt_at"]
     list_filter = ["state", "event", "channel"]
 
 
 @admin.register(Silence)
-class SilenceAdmin(_ReadOnly):
+class SilenceAdmin(ReadOnlyAdmin):
     list_display = ["rule", "cluster", "subject_pattern", "starts_at", "ends_at", "created_by", "reason"]

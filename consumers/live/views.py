@@ -68,21 +68,23 @@ def group_detail(request, cluster: str, group: str):
     return render(request, "consumers/group_detail.html", {**context, **statistics, **extra})
 
 
-@console_page
-def group_lag_chart(request, cluster: str, group: str):
+def _history_chart(request, cluster: str, form_class, build, default_hours: int):
+    """A chart of the group's history as JSON: the hours checked, the figure built by `build`."""
     cluster = cluster_or_404(cluster)
-    form = LagChartForm(request.GET)
+    form = form_class(request.GET)
     if not form.is_valid():
         return JsonResponse({"error": form.errors.get_json_data()}, status=400)
-    figure = selectors.lag_chart(cluster, group, hours=form.cleaned_data["hours"] or 6)
-    return JsonResponse(figure, safe=False)
+    return JsonResponse(build(cluster, hours=form.cleaned_data["hours"] or default_hours), safe=False)
+
+
+@console_page
+def group_lag_chart(request, cluster: str, group: str):
+    return _history_chart(
+        request, cluster, LagChartForm, lambda c, hours: selectors.lag_chart(c, group, hours=hours), 6
+    )
 
 
 @console_page
 def group_allocation_chart(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
-    form = AllocationChartForm(request.GET)
-    if not form.is_valid():
-        return JsonResponse({"error": form.errors.get_json_data()}, status=400)
-    figure = selectors.allocation_chart(cluster, group, hours=form.cleaned_data["hours"] or 24)
-    return JsonResponse(figure, safe=False)
+    build = lambda c, hours: selectors.allocation_chart(c, group, hours=hours)  # noqa: E731
+    return _history_chart(request, cluster, AllocationChartForm, build, 24)
