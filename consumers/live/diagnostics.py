@@ -79,7 +79,8 @@ CONSUMPTION = {
 
 def consumption(progress: GroupProgress) -> str | None:
     """grpc-simple, grpc-push (clients known only to a proxy), push or pull (remoting clients on
-    the brokers), pop; None: no client is known."""
+    the brokers), pop (remoting clients switched to POP: the brokers' request modes say so, or
+    the clients report queues they pop from); None: no client is known."""
     from ..rocketmq.proxies import GRPC_KINDS
 
     connection = progress.connection
@@ -87,9 +88,39 @@ def consumption(progress: GroupProgress) -> str | None:
         return None
     if progress.via_proxy:
         return GRPC_KINDS.get(connection.consume_type or "", "grpc-push")
+    if remoting_pop(progress):
+        return "pop"
     return {"CONSUME_PASSIVELY": "push", "CONSUME_ACTIVELY": "pull", "CONSUME_POP": "pop"}.get(
         connection.consume_type or ""
     )
+
+
+def remoting_pop(progress: GroupProgress) -> bool:
+    subscribed = set(progress.connection.subscriptions) if progress.connection else set()
+    return bool(subscribed & set(progress.pop_topics)) or any(i.pop_table for i in progress.running_info.values())
+
+
+# a queue no client has popped from for this long is named (a POP client long-polls every few
+# seconds even when there is nothing to take, so a quiet topic does not trip it)
+POP_SILENCE_SECONDS = 120
+
+
+def pops_by_client(progress: GroupProgress) -> dict[str, list[dict]]:
+    """Remoting POP: each client's pop table (queue id -1: any queue of that broker), with the
+    messages it popped and has not acked yet and when it last popped there."""
+    return {
+        client_id: [
+            {
+                "queue": queue_label(mq.topic, mq.broker_name, mq.queue_id) if mq.queue_id >= 0
+                else f"{mq.topic}@{mq.broker_name}#any",
+                "wait_ack": q.wait_ack_count,
+                "last_pop_ms": q.last_pop_ms or None,
+            }
+            for mq, q in sorted(info.pop_table.items()) if not q.dropped
+        ]
+        for client_id, info in sorted(progress.running_info.items())
+        if info.pop_table
+    }  # fmt: skip
 
 
 def diagnose(progress: GroupProgress) -> list[Diagnostic]:
@@ -111,6 +142,20 @@ def diagnose(progress: GroupProgress) -> list[Diagnostic]:
             )
         )
         found += _different_subscriptions(progress)
+        return found
+    if remoting_pop(progress):
+        found.append(
+            Diagnostic(
+                "assigned-by-broker",
+                "info",
+                "Remoting clients switched to POP (mqadmin setConsumeMode): the broker hands out messages per pop "
+                "request, so no queue is held by one client. Each client's pops and unacknowledged messages are "
+                "listed below; lag counts only what nobody has popped yet.",
+            )
+        )
+        found += _unpopped_queues(progress)
+        found += _different_subscriptions(progress)
+        found += _mixed(progress)
         return found
     model = message_model(progress)
     if model == "BROADCASTING":
@@ -171,6 +216,37 @@ def _unheld_queues(progress: GroupProgress) -> list[Diagnostic]:
             "warn",
             f"{len(unheld)} of {len(queues)} queue(s) are held by no client while "
             f"{len(progress.running_info)} client(s) are online: {labels}",
+        )
+    ]
+
+
+def _unpopped_queues(progress: GroupProgress) -> list[Diagnostic]:
+    """Queues of the subscribed topics that no client has popped from lately (a pop-table entry
+    with queue id -1 covers every queue of its topic on that broker). Unknown, so not judged,
+    while some client's running info could not be read."""
+    if any(p.scope == "running-info" for p in progress.problems) or not progress.running_info:
+        return []
+    since_ms = (progress.fetched_at - POP_SILENCE_SECONDS) * 1000
+    popped = {
+        (mq.topic, mq.broker_name, mq.queue_id)
+        for info in progress.running_info.values()
+        for mq, q in info.pop_table.items()
+        if not q.dropped and q.last_pop_ms >= since_ms
+    }
+    queues = sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+    silent = [
+        mq for mq in queues
+        if (mq.topic, mq.broker_name, mq.queue_id) not in popped and (mq.topic, mq.broker_name, -1) not in popped
+    ]  # fmt: skip
+    if not silent:
+        return []
+    labels = ", ".join(str(mq) for mq in silent[:6]) + (" ..." if len(silent) > 6 else "")
+    return [
+        Diagnostic(
+            "unpopped-queues",
+            "warn",
+            f"{len(silent)} of {len(queues)} queue(s) have not been popped from by any of the "
+            f"{len(progress.running_info)} client(s) in {POP_SILENCE_SECONDS}s: {labels}",
         )
     ]
 

@@ -23,6 +23,7 @@ from .diagnostics import (
     consumption,
     diagnose,
     message_model,
+    pops_by_client,
     queue_label,
 )
 from .health import Health, Sample
@@ -72,6 +73,10 @@ class GroupDocument:
     # in_flight_note). Not part of `lag`, which counts only what nobody has taken.
     in_flight: int | None = None
     in_flight_note: str | None = None
+    # its subscription group says consumeMessageOrderly (FIFO for POP consumers); None: unknown
+    fifo: bool | None = None
+    # POP groups: what `lag_seconds` measures (only messages nobody has taken yet)
+    lag_seconds_measures: str | None = None
     topics: list[str] = field(default_factory=list)
     # per subscribed topic (retry topics apart): {"lag", "lag_seconds"}, None where unknown
     topic_lags: dict[str, dict] = field(default_factory=dict)
@@ -89,6 +94,8 @@ class GroupDocument:
     diagnostics: list[dict] = field(default_factory=list)
     connections: list[dict] = field(default_factory=list)
     broadcast: dict | None = None
+    # remoting POP: client -> the queues it pops from, with its unacked count and last pop
+    pops: dict[str, list[dict]] = field(default_factory=dict)
     problems: list[dict] = field(default_factory=list)
     warnings: int = 0
     health: dict | None = None
@@ -119,7 +126,8 @@ class GroupDocument:
 SUMMARY_FIELDS = tuple(
     f.name
     for f in dataclasses.fields(GroupDocument)
-    if f.name not in ("queues", "allocation", "diagnostics", "connections", "broadcast", "problems", "consume_type")
+    if f.name
+    not in ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type")
 )
 
 
@@ -240,7 +248,9 @@ def build_document(
     measured = [q.lag_seconds for q in main if q.lag > 0]
     connection = progress.connection
     subscribed = sorted(t for t in (connection.subscriptions if connection else {}) if not t.startswith(RETRY_PREFIX))
-    tps, tps_note = _consume_tps(progress, model)
+    kind = consumption(progress)
+    tps, tps_note = _consume_tps(progress, model, kind)
+    pops = pops_by_client(progress) if kind == "pop" else {}
     doc = GroupDocument(
         group=progress.group,
         as_of=progress.fetched_at,
@@ -248,8 +258,10 @@ def build_document(
         clients=len(connection.connections) if connection else (0 if progress.online is False else None),
         message_model=model,
         consume_type=connection.consume_type if connection else None,
-        consumption=consumption(progress),
-        **_in_flight(progress, in_flight, in_flight_note),
+        consumption=kind,
+        **_in_flight(progress, kind, in_flight, in_flight_note, pops),
+        fifo=progress.fifo,
+        lag_seconds_measures=POP_LAG_SECONDS if kind in POP_KINDS else None,
         topics=progress.topics or subscribed or getattr(previous_of(), "topics", None) or [],
         topic_lags={} if broadcast else _topic_lags(queues),
         lag=_group_lag(main, broadcast, progress.complete),
@@ -262,7 +274,7 @@ def build_document(
         consume_tps_note=tps_note,
         dlq_count=dlq_count,
         queues=queues,
-        allocation=allocation_by_client(progress),
+        allocation={} if kind in POP_KINDS else allocation_by_client(progress),  # POP: no client holds a queue
         diagnostics=[d.to_wire() for d in diagnose(progress)],
         connections=[
             {
@@ -276,6 +288,7 @@ def build_document(
             for c in (connection.connections if connection else [])
         ],
         broadcast=broadcast,
+        pops=pops,
         problems=[{"scope": p.scope, "target": p.target, "error": p.error} for p in progress.problems],
     )
     known_problems = {(p["scope"], p["target"]) for p in doc.problems}
@@ -288,7 +301,21 @@ def build_document(
     return doc
 
 
-def _in_flight(progress: GroupProgress, found: dict[str, int] | None, note: str | None) -> dict:
+POP_KINDS = ("pop", "grpc-simple", "grpc-push")
+POP_LAG_SECONDS = (
+    "the age of the oldest message nobody has popped yet; messages popped and not yet acknowledged "
+    "(in flight) are not counted"
+)
+
+
+def _in_flight(progress: GroupProgress, kind: str | None, found: dict[str, int] | None, note: str | None,
+               pops: dict) -> dict:  # fmt: skip
+    if kind == "pop":
+        # remoting POP: the clients' own counts of popped, unacked messages
+        clients = progress.connection.client_ids if progress.connection else []
+        if not clients or any(c not in progress.running_info for c in clients):
+            return {"in_flight": None, "in_flight_note": "unknown: not every client reported its pops"}
+        return {"in_flight": sum(r["wait_ack"] for rows in pops.values() for r in rows), "in_flight_note": None}
     if not progress.via_proxy:
         return {}
     if found is None:
@@ -298,10 +325,10 @@ def _in_flight(progress: GroupProgress, found: dict[str, int] | None, note: str 
     return {"in_flight": found[progress.group], "in_flight_note": None}
 
 
-def _consume_tps(progress: GroupProgress, model: str | None) -> tuple[float | None, str | None]:
+def _consume_tps(progress: GroupProgress, model: str | None, kind: str | None) -> tuple[float | None, str | None]:
     """The broker's consume TPS; for broadcasting groups the broker keeps no consume stats, so
     it is the sum of what each client reports, and unknown when a client did not report."""
-    if progress.via_proxy and progress.consume_tps is not None:
+    if kind in POP_KINDS and progress.consume_tps is not None:
         # POP: the broker's rate counts messages handed out (popped), acked or not
         return progress.consume_tps, "pop rate: messages handed out per second, acknowledged or not"
     if model != "BROADCASTING":
@@ -439,13 +466,14 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         expired=[q.label for q in main if q.expired],
         complete=not doc.problems,
         allocation=allocation_fingerprint(held) if held and not doc.problems and _allocates(doc) else None,
+        pop=doc.consumption in POP_KINDS,
     )
 
 
 def _allocates(doc: GroupDocument) -> bool:
     """Clustering groups share queues out; broadcasting ones (every client reads every queue)
     and POP ones (the broker hands out messages, not queues) have no allocation to change."""
-    return doc.message_model != "BROADCASTING" and doc.consumption not in ("pop", "grpc-simple", "grpc-push")
+    return doc.message_model != "BROADCASTING" and doc.consumption not in POP_KINDS
 
 
 def allocation_fingerprint(queues: list[QueueRow]) -> int:

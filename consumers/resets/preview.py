@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass
 
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFound
-from ..rocketmq.codes import RETRY_PREFIX, pop_retry_topics, retry_topic
+from ..rocketmq.codes import POP_RETRY_SEPARATORS, RETRY_PREFIX, pop_retry_topics, retry_topic
 from ..rocketmq.models import MessageQueue
 from ..rocketmq.proxies import read_proxies
+from .defects import IN_FLIGHT_NOTE, pop_reset_warnings
 from .strategies import InvalidReset, QueueState, compute_targets, totals, validate_params
 
 
@@ -28,6 +29,7 @@ class GroupOffsets:
     online: bool | None  # None: a proxy that might know its clients could not be read
     clients: list[str]
     subscribed: list[str]
+    via_proxy: bool = False  # its clients are RocketMQ 5 (gRPC) consumers known to a proxy
 
 
 async def read_group(client: AdminClient, group: str, masters: dict[str, str], proxies: list[str] = ()) -> GroupOffsets:
@@ -39,7 +41,7 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str], p
     for answer in stats:
         if not isinstance(answer, RocketMQError):
             committed.update({mq: w.consumer_offset for mq, w in answer.offsets.items()})
-    online, clients, subscribed = False, [], []
+    online, clients, subscribed, via_proxy = False, [], [], False
     for address in masters.values():
         try:
             connection = await client.progress.consumer_connection(group, address)
@@ -54,7 +56,7 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str], p
         _, found = await read_proxies(client, [group], list(proxies))
         connection, errors = found[group]
         if connection is not None:
-            online, clients = True, connection.client_ids
+            online, clients, via_proxy = True, connection.client_ids, True
             subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
         elif errors:
             online = None
@@ -63,7 +65,7 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str], p
         # only a group with neither offsets nor clients costs the (large) list of every group config
         configs = await asyncio.gather(*(client.topology.subscription_groups(a) for a in masters.values()))
         exists = any(group in found for found in configs)
-    return GroupOffsets(exists, committed, online, clients, sorted(subscribed))
+    return GroupOffsets(exists, committed, online, clients, sorted(subscribed), via_proxy)
 
 
 async def read_preview(
@@ -94,10 +96,16 @@ async def read_preview(
     found = await _found_by_time(client, queues, params["timestamp_ms"]) if params["strategy"] == "time" else {}
     source = await _source_offsets(client, params, masters) if params["strategy"] == "copy" else {}
     targets = compute_targets(queues, params, found_by_time=found, source_offsets=source)
+    pop, fifo, warnings = await _pop_checks(client, group, state, topics, masters, {q.broker for q in queues})
     return {
         "params": params,
         "online": state.online,
         "clients": state.clients,
+        # consumes with POP (gRPC clients, POP retry topics, or a POP request mode): the broker
+        # hands out messages per request; fifo: its subscription group consumes orderly
+        "pop": pop,
+        "fifo": fifo,
+        "warnings": warnings,
         "read_at_ms": now_ms,
         "rows": [t.to_wire() for t in targets],
         "totals": totals(targets),
@@ -106,6 +114,39 @@ async def read_preview(
         # name server no longer lists): their queues are unknown, and left as they are
         "unreadable": unreadable,
     }
+
+
+async def _pop_checks(
+    client: AdminClient, group: str, state: GroupOffsets, topics: list[str], masters: dict[str, str], brokers: set
+) -> tuple[bool, bool | None, list[str]]:
+    """Whether the group consumes with POP, whether it is FIFO, and the warnings that follow:
+    in-flight messages come back after their invisible time, and known broker defects."""
+    prefixes = tuple(f"{RETRY_PREFIX}{group}{sep}" for sep in POP_RETRY_SEPARATORS)
+    pop = state.via_proxy or any(mq.topic.startswith(prefixes) for mq in state.committed)
+    address = next(iter(masters.values()), None)
+    if not pop and address is not None:
+        try:
+            pop = bool(set((await client.topology.pop_modes(address)).get(group, ())) & set(topics))
+        except RocketMQError:
+            pass  # an old broker or an ACL: POP is then told by the clients and retry topics
+    if not pop:
+        return False, None, []
+    fifo = None
+    for address in masters.values():
+        try:
+            config = (await client.topology.subscription_groups(address)).get(group)
+        except RocketMQError:
+            continue
+        fifo = bool(config and config.consume_message_orderly)
+        break
+    versions = {}
+    for name in sorted(brokers):
+        try:
+            versions[name] = (await client.topology.broker_runtime_info(masters[name])).version
+        except (RocketMQError, KeyError):
+            versions[name] = ""
+    warnings = [IN_FLIGHT_NOTE, *pop_reset_warnings(versions, fifo=fifo is not False)]
+    return True, fifo, warnings
 
 
 async def _queue_states(

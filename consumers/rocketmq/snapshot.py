@@ -99,6 +99,11 @@ class GroupProgress:
     # queues of the topics an online group subscribes to that have no committed offset: the
     # broker's consume stats leave them out, yet they may be exactly the ones nobody consumes
     uncommitted: list[MessageQueue] = field(default_factory=list)
+    # its subscription group says consumeMessageOrderly: POP consumers (gRPC FIFO) get each
+    # queue's messages in order, one message group at a time. None: the configs were not read
+    fifo: bool | None = None
+    # topics this group consumes with POP by the brokers' request modes (mqadmin setConsumeMode)
+    pop_topics: list[str] = field(default_factory=list)
 
     @property
     def topics(self) -> list[str]:
@@ -173,7 +178,7 @@ async def cluster_snapshot(
     masters = info.masters(cluster)
     brokers = {name: BrokerStatus(name, address) for name, address in masters.items()}
 
-    async def probe(status: BrokerStatus) -> list[str]:
+    async def probe(status: BrokerStatus) -> tuple[dict, dict[str, set[str]]]:
         try:
             with deadline(broker_deadline) if broker_deadline else contextlib.nullcontext():
                 try:
@@ -182,14 +187,26 @@ async def cluster_snapshot(
                     # it answered, so its queues can be read; only its runtime figures are unknown
                     # (5.3 answers SYSTEM_ERROR here for a moment after it boots)
                     status.runtime_error = f"{type(exc).__name__}: {exc}"
-                return await client.topology.subscription_groups(status.address) if groups is None else []
+                if groups is not None:
+                    return {}, {}
+                configs = await client.topology.subscription_groups(status.address)
+                try:
+                    modes = await client.topology.pop_modes(status.address)
+                except BrokerError:  # refused (an ACL, an old broker): POP is then told by the clients
+                    modes = {}
+                return configs, modes
         except RocketMQError as exc:
             status.error = Problem.of("broker", status.name, exc)
-            return []
+            return {}, {}
 
     names: set[str] = set(groups or [])
-    for found in await asyncio.gather(*(probe(s) for s in brokers.values())):
-        names.update(g for g in found if include_system_groups or not is_system_group(g))
+    fifo: set[str] = set()
+    pop: dict[str, set[str]] = {}
+    for configs, modes in await asyncio.gather(*(probe(s) for s in brokers.values())):
+        names.update(g for g in configs if include_system_groups or not is_system_group(g))
+        fifo.update(g for g, config in configs.items() if config.consume_message_orderly)
+        for group, topics in modes.items():
+            pop.setdefault(group, set()).update(topics)
     problems = [s.error for s in brokers.values() if s.error]
     unreadable = {s.name: s.error for s in brokers.values() if s.error}
     proxy_status: dict[str, ProxyStatus] = {}
@@ -203,6 +220,10 @@ async def cluster_snapshot(
         proxy_status=proxy_status,
         proxy_deadline=broker_deadline,
     )
+    if groups is None and len(unreadable) < len(brokers):  # some broker's configs were read
+        for name, group in progress.items():
+            group.fifo = name in fifo
+            group.pop_topics = sorted(pop.get(name, ()))
     return ClusterSnapshot(
         fetched_at=fetched_at,
         duration=time.monotonic() - started,

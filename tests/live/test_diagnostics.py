@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from consumers.live.diagnostics import allocation_by_client, broadcast_offsets, diagnose
+from consumers.live.diagnostics import allocation_by_client, broadcast_offsets, consumption, diagnose, pops_by_client
 from consumers.rocketmq import GroupProgress, Problem, QueueProgress
 from consumers.rocketmq.models import (
     ClientConnection,
     ConsumerConnection,
     ConsumerRunningInfo,
     MessageQueue,
+    PopQueueInfo,
     ProcessQueueInfo,
     SubscriptionData,
     TopicOffset,
@@ -126,3 +127,51 @@ def test_clients_that_did_not_answer_make_the_allocation_unknown_not_wrong():
     group.problems.append(Problem("running-info", "c2", "timeout", "RequestTimeout"))
     found = diagnose(group)
     assert kinds(found) == ["running-info-unknown"]  # no "unheld queues": c2 may hold them
+
+
+def popping(table: dict) -> ConsumerRunningInfo:
+    """A remoting client switched to POP: it holds no queue and reports the queues it pops from."""
+    info = running({})
+    info.pop_table = {mq: PopQueueInfo(wait_ack, False, last_ms) for mq, (wait_ack, last_ms) in table.items()}
+    return info
+
+
+def test_remoting_pop_clients_hold_no_queue_and_that_is_no_warning_but_a_silent_queue_is():
+    """The issue's false warnings ("16 of 16 queues held by no client", "1 client holds no
+    queue") are gone for a group in POP mode; a queue nobody popped from for 120 s is named."""
+    now_ms = 1_000_000
+    # c1 pops every queue of broker-a (queue id -1), c2 pops queue 1 alone
+    group = progress({"c1": popping({MessageQueue("T", "broker-a", -1): (3, now_ms - 5_000)}),
+                      "c2": popping({MQ[1]: (2, now_ms - 1_000)})})  # fmt: skip
+    group.fetched_at = now_ms / 1000
+    assert consumption(group) == "pop"
+    found = diagnose(group)
+    assert kinds(found) == ["assigned-by-broker"], [d.message for d in found]
+    assert pops_by_client(group) == {
+        "c1": [{"queue": "T@broker-a#any", "wait_ack": 3, "last_pop_ms": now_ms - 5_000}],
+        "c2": [{"queue": "T@broker-a#1", "wait_ack": 2, "last_pop_ms": now_ms - 1_000}],
+    }
+    # c1 went quiet 200 s ago: queues 0, 2 and 3 have had no pop within the 120 s
+    group.running_info["c1"].pop_table = {MessageQueue("T", "broker-a", -1): PopQueueInfo(0, False, now_ms - 200_000)}
+    [silent] = [d for d in diagnose(group) if d.kind == "unpopped-queues"]
+    assert silent.severity == "warn" and silent.message.startswith("3 of 4 queue(s) have not been popped from")
+    assert "T@broker-a#0" in silent.message and "T@broker-a#1" not in silent.message
+    # the brokers' request modes alone make it POP too (a client that has not popped yet)
+    quiet = progress({"c3": running({})})
+    assert consumption(quiet) == "push"
+    quiet.connection.subscriptions = {"T": None}
+    quiet.pop_topics = ["T"]
+    assert consumption(quiet) == "pop" and "clients-without-queues" not in kinds(diagnose(quiet))
+
+
+def test_remoting_pop_in_flight_is_what_the_clients_wait_to_ack_and_unknown_if_one_is_silent():
+    from consumers.live.documents import build_document
+
+    group = progress({"c1": popping({MQ[0]: (3, 1)}), "c2": popping({MQ[1]: (4, 1)})})
+    doc = build_document(group, lag_times={}, dlq_count=0, previous=None)
+    assert (doc.consumption, doc.in_flight, doc.in_flight_note) == ("pop", 7, None)
+    assert doc.allocation == {} and doc.pops["c2"][0]["wait_ack"] == 4
+    assert "nobody has popped" in doc.lag_seconds_measures
+    del group.running_info["c2"]
+    doc = build_document(group, lag_times={}, dlq_count=0, previous=None)
+    assert doc.in_flight is None and "not every client" in doc.in_flight_note

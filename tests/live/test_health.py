@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from consumers.live.health import Sample, Thresholds, evaluate
 
 T = Thresholds(window_seconds=300, min_samples=3, stall_seconds=60, min_lag=1, retry_rate_per_minute=60)
@@ -63,9 +65,38 @@ def test_retry_topic_growth_over_the_rate_is_a_retry_storm():
     points = [{"lag": 0, "consumed": i, "retry_offset": 100 + 40 * i} for i in range(5)]  # 160 in 60 s
     health = evaluate(series(*points), T)
     assert health.state == "RETRY_STORM"
-    assert health.findings[0].evidence == "160 messages went to the retry topic in 60s (160/min, threshold 60/min)"
+    evidence = "160 messages were sent back for redelivery in 60s (160/min, threshold 60/min)"
+    assert health.findings[0].evidence == evidence
     slow = [{"lag": 0, "consumed": i, "retry_offset": 100 + 10 * i} for i in range(5)]
     assert evaluate(series(*slow), T).state != "RETRY_STORM"
+
+
+def test_a_pop_groups_redeliveries_are_its_retry_writes_less_its_dlq_arrivals():
+    """Hand-worked: 40 messages fail 3 times each (max attempts 3) in 60 s. The retry topic is
+    written 3 times per message (120), the DLQ gains 40, the clients saw 80 redeliveries: with a
+    threshold of 100/min that is no storm for a POP group, and a storm for a classic one."""
+    steps = [(0, 0), (30, 10), (60, 20), (90, 30), (120, 40)]  # (retry writes, dead letters)
+    pop = [{"lag": 0, "consumed": i, "retry_offset": w, "dlq": d, "pop": True} for i, (w, d) in enumerate(steps)]
+    fast = dataclasses.replace(T, retry_rate_per_minute=100)
+    assert "RETRY_STORM" not in _states(evaluate(series(*pop), fast))
+    slow = dataclasses.replace(T, retry_rate_per_minute=60)
+    assert "80 messages were sent back for redelivery in 60s" in _evidence(evaluate(series(*pop), slow), "RETRY_STORM")
+    classic = [{**p, "pop": False} for p in pop]
+    assert "RETRY_STORM" in _states(evaluate(series(*classic), fast))
+    # a DLQ that shrinks (retention) takes nothing off: only its rises are arrivals
+    shrunk = [{**p, "dlq": d} for p, d in zip(pop, (50, 60, 5, 15, 25), strict=True)]
+    assert "90 messages were sent back" in _evidence(evaluate(series(*shrunk), slow), "RETRY_STORM")
+    # unknown DLQ sizes: a POP group's redeliveries are not judged from those polls
+    assert "RETRY_STORM" not in _states(evaluate(series(*[{**p, "dlq": None} for p in pop]), slow))
+    assert Sample.from_wire(Sample(t=1, online=True, lag=0, pop=True).to_wire()).pop is True
+
+
+def _states(health) -> list[str]:
+    return [f.state for f in health.findings]
+
+
+def _evidence(health, state: str) -> str:
+    return next(f.evidence for f in health.findings if f.state == state)
 
 
 def test_new_dead_letters_are_dlq_growing():

@@ -272,3 +272,39 @@ def _subscription_groups(namesrv: str) -> set[str]:
             return {g for a in masters.values() for g in await client.topology.subscription_groups(a)}
 
     return run(read())
+
+
+def test_a_remoting_consumer_switched_to_pop_is_seen_popping_without_false_allocation_warnings(
+    cluster, redis, mqadmin, traffic, names, viewer_client
+):
+    """The issue's remoting POP row: a classic push consumer in a group switched to POP with
+    mqadmin setConsumeMode. It holds no queue; the console said "16 of 16 queues held by no
+    client" and "1 client holds no queue". Truth: the client's own acks, mqadmin's progress."""
+    topic = grpc_topic(mqadmin, names.topic("rpop"))
+    group = names.group("rpop")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group)
+    mqadmin.run("setConsumeMode", "-c", "DefaultCluster", "-t", topic, "-g", group, "-m", "POP", "-q", "8")
+    consumer = traffic.consume(group, topic, pop=True)
+    try:
+        traffic.produce(topic, 30)
+        consumer.wait_acked(30, 90)
+
+        def settled() -> bool:
+            assert poll_cluster(cluster).status == "ok"
+            found = doc_of(redis, cluster, group)
+            return bool(found.pops) and found.lag == 0 and found.in_flight == 0
+
+        wait(settled, 60, "the group's pops are read and its lag is 0")
+        doc = doc_of(redis, cluster, group)
+        assert (doc.online, doc.clients, doc.consumption) == (True, 1, "pop")
+        assert list(doc.pops) == [consumer.client_id]
+        kinds = {d["kind"] for d in doc.diagnostics}
+        assert "assigned-by-broker" in kinds
+        assert not kinds & {"unheld-queues", "clients-without-queues", "unpopped-queues"}, doc.diagnostics
+        # mqadmin's diff for the topic, the console's lag: both 0 with everything acked
+        assert sum(r.diff for r in _progress(mqadmin, group, topic)) == doc.lag == 0
+        assert doc.health["state"] not in ("STOPPED", "UNKNOWN")
+        page = viewer_client.get(f"/groups/local/{group}/").content.decode()
+        assert 'id="pops"' in page and "POP (remoting)" in page and "held by no client" not in page
+    finally:
+        consumer.stop()

@@ -187,14 +187,33 @@ class ConsumeStatus:
 
 
 @dataclass(slots=True)
+class PopQueueInfo:
+    """A remoting POP client's view of one queue it pops from (PopProcessQueueInfo): how many
+    popped messages wait for its ack, and when it last popped there (ms; 0: never)."""
+
+    wait_ack_count: int
+    dropped: bool
+    last_pop_ms: int
+
+    @classmethod
+    def from_wire(cls, data: dict) -> PopQueueInfo:
+        return cls(
+            int(data.get("waitAckCount", 0)), bool(data.get("droped", False)), int(data.get("lastPopTimestamp", 0))
+        )
+
+
+@dataclass(slots=True)
 class ConsumerRunningInfo:
-    """What one client reports about itself: its queues, client-side offsets and rates."""
+    """What one client reports about itself: its queues, client-side offsets and rates. A
+    remoting client switched to POP holds no queue (`mq_table` empty) and reports the queues it
+    pops from in `pop_table` instead."""
 
     properties: dict[str, str]
     subscriptions: list[SubscriptionData]
     mq_table: dict[MessageQueue, ProcessQueueInfo]
     status_table: dict[str, ConsumeStatus]
     jstack: str | None = None
+    pop_table: dict[MessageQueue, PopQueueInfo] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, data: dict) -> ConsumerRunningInfo:
@@ -206,6 +225,9 @@ class ConsumerRunningInfo:
             },
             status_table={str(t): ConsumeStatus.from_wire(s) for t, s in pairs(data.get("statusTable") or {})},
             jstack=data.get("jstack"),
+            pop_table={
+                MessageQueue.from_wire(k): PopQueueInfo.from_wire(v) for k, v in pairs(data.get("mqPopTable") or {})
+            },
         )
 
     @property

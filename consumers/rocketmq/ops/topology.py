@@ -160,6 +160,21 @@ class Topology(Operations):
 
         return parse_body(response, build, what="subscription groups", address=broker_addr)
 
+    async def pop_modes(self, broker_addr: str) -> dict[str, set[str]]:
+        """Group -> the topics it consumes with POP on this broker (set with mqadmin
+        setConsumeMode: remoting clients then pop instead of holding queues)."""
+        response = await self.remoting.call(broker_addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+
+        def build(data: dict) -> dict[str, set[str]]:
+            found: dict[str, set[str]] = {}
+            for topic, groups in (data.get("messageRequestModeMap") or {}).items():
+                for group, mode in (groups or {}).items():
+                    if str((mode or {}).get("mode", "")).upper() == "POP":
+                        found.setdefault(str(group), set()).add(str(topic))
+            return found
+
+        return parse_body(response, build, what="message request modes", address=broker_addr)
+
     async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntimeInfo:
         response = await self.remoting.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return parse_body(

@@ -25,7 +25,9 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *  "failKeys":[...], "failEvery":3,      failing: these keys (or keys whose number % failEvery == 0,
  *  "failAll":true, "maxReconsumeTimes":2             or all) return RECONSUME_LATER every time
  *  "stallKey":"k7",                      stalled: block on this key (or the first message) until release
- *  "quiet":false}
+ *  "quiet":false,
+ *  "pop":false}                          pop: ask the broker for assignments (setClientRebalance(false)),
+ *                                        so a group switched to POP (mqadmin setConsumeMode) pops
  *
  * Every delivery is reported ("received", with result ok, later or held). A lagging consumer
  * runs with one thread, so the messages it acknowledged are a prefix of each queue and its
@@ -78,6 +80,9 @@ final class Scenario implements Worker {
         consumer.setHeartbeatBrokerInterval(2000);
         if ("BROADCASTING".equals(cmd.getString("model"))) {
             consumer.setMessageModel(MessageModel.BROADCASTING);
+        }
+        if (cmd.getBooleanValue("pop")) {
+            consumer.setClientRebalance(false);
         }
         if (cmd.containsKey("maxReconsumeTimes")) {
             consumer.setMaxReconsumeTimes(cmd.getIntValue("maxReconsumeTimes"));

@@ -1,0 +1,69 @@
+"""Broker versions with known defects in resets of POP groups, named in the preview.
+
+Upstream history: a server-side reset of a POP group has silently not applied more than once.
+Each entry says which brokers it concerns (by version, "V5_3_3" as the brokers report it) and
+for which groups; the preview names it as a warning, and the run's verification still reads
+the consumers' side, so a reset that did not take is reported as such either way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Defect:
+    issue: str
+    fixed_after: tuple[int, int, int]  # the last release that has it
+    fifo_only: bool
+    text: str
+
+
+DEFECTS = (
+    Defect(
+        "apache/rocketmq#10229",
+        (5, 3, 3),
+        True,
+        "a server-side reset does not take effect for FIFO (orderly) POP consumers",
+    ),
+)
+
+
+def parse_version(desc: str) -> tuple[int, int, int] | None:
+    """ "V5_3_3" (brokerVersionDesc) or "5.3.3" -> (5, 3, 3); None when unreadable."""
+    found = re.fullmatch(r"V?(\d+)[._](\d+)[._](\d+)(?:[._-].*)?", desc.strip())
+    return tuple(int(x) for x in found.groups()) if found else None  # type: ignore[return-value]
+
+
+def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
+    """Warnings for a reset of a POP group on brokers of these versions ({broker: desc})."""
+    warnings = []
+    for defect in DEFECTS:
+        if defect.fifo_only and not fifo:
+            continue
+        hit = sorted(b for b, v in versions.items() if (p := parse_version(v)) is not None and p <= defect.fixed_after)
+        unknown = sorted(b for b, v in versions.items() if parse_version(v) is None)
+        if hit:
+            warnings.append(
+                f"Known broker defect ({defect.issue}): on RocketMQ up to "
+                f"{'.'.join(map(str, defect.fixed_after))} {defect.text}. Affected here: "
+                + ", ".join(f"{b} ({versions[b]})" for b in hit)
+                + ". The run's verification checks the consumers' side and will say if it did not take."
+            )
+        elif unknown:
+            warnings.append(
+                f"Broker version unknown for {', '.join(unknown)}: cannot tell whether {defect.issue} "
+                f"({defect.text}) applies."
+            )
+    return warnings
+
+
+IN_FLIGHT_NOTE = (
+    "POP group: messages popped before the reset and not yet acknowledged (in flight) are delivered again "
+    "when their invisible time ends, whatever the new offsets."
+)
+UNDO_NOTE = (
+    "Undo of a POP group's reset: the popped offsets go back to where the reset found them; messages that "
+    "were in flight at the time of the reset come back after their invisible time."
+)
