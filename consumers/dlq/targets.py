@@ -37,6 +37,7 @@ async def check_group_target(client: AdminClient, group: str, proxies: list[str]
     online client consumes orderly. A client that does not say how it consumes refuses it too:
     unknown is not "not orderly"."""
     await _refuse_pop(client, group, list(proxies))
+    await _refuse_fifo(client, group)
     await check_writable(client, retry_topic(group))
     clients = await _online_clients(client, group)
     if not clients:
@@ -56,6 +57,27 @@ async def check_group_target(client: AdminClient, group: str, proxies: list[str]
                 f"{group} consumes orderly (client {client_id}): while its consumers hold queue locks the "
                 f"broker puts every message sent to {retry_topic(group)} straight back into its DLQ. {instead}"
             )
+
+
+async def _refuse_fifo(client: AdminClient, group: str) -> None:
+    """A group whose subscription config says consumeMessageOrderly is a FIFO group: RocketMQ 5
+    FIFO consumers pop (they never read %RETRY%{group}), and remoting orderly consumers hold
+    queue locks (the broker puts what is sent to %RETRY%{group} straight into the DLQ). Told
+    from the broker, so it holds while no client is online to say how it consumes."""
+    masters = (await client.topology.cluster_info(max_age=5.0)).masters()
+    for address in masters.values():
+        try:
+            config = (await client.topology.subscription_groups(address)).get(group)
+        except RocketMQError:
+            continue
+        if config is not None and config.consume_message_orderly:
+            raise TargetRefused(
+                f"{group} is a FIFO group (its subscription group says consumeMessageOrderly): FIFO consumers "
+                f"pop and never read {retry_topic(group)}, and orderly ones holding queue locks make the broker put "
+                "what is sent there straight back into the DLQ. Redrive to the original topic or to another topic "
+                "instead."
+            )
+        return
 
 
 async def _refuse_pop(client: AdminClient, group: str, proxies: list[str]) -> None:

@@ -36,6 +36,17 @@ def parse_version(desc: str) -> tuple[int, int, int] | None:
     return tuple(int(x) for x in found.groups()) if found else None  # type: ignore[return-value]
 
 
+def affecting(versions: dict[str, str], *, fifo: bool) -> list[str]:
+    """The defects (issue names) that concern a reset of a POP group on these brokers; a broker
+    of unknown version may have any of them."""
+    return [
+        d.issue
+        for d in DEFECTS
+        if (fifo or not d.fifo_only) and any((p := parse_version(v)) is None or p <= d.fixed_after
+                                              for v in versions.values())
+    ]  # fmt: skip
+
+
 def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
     """Warnings for a reset of a POP group on brokers of these versions ({broker: desc})."""
     warnings = []

@@ -16,7 +16,7 @@ from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFo
 from ..rocketmq.codes import POP_RETRY_SEPARATORS, RETRY_PREFIX, pop_retry_topics, retry_topic
 from ..rocketmq.models import MessageQueue
 from ..rocketmq.proxies import read_proxies
-from .defects import IN_FLIGHT_NOTE, pop_reset_warnings
+from .defects import IN_FLIGHT_NOTE, affecting, pop_reset_warnings
 from .strategies import InvalidReset, QueueState, compute_targets, totals, validate_params
 
 
@@ -96,7 +96,7 @@ async def read_preview(
     found = await _found_by_time(client, queues, params["timestamp_ms"]) if params["strategy"] == "time" else {}
     source = await _source_offsets(client, params, masters) if params["strategy"] == "copy" else {}
     targets = compute_targets(queues, params, found_by_time=found, source_offsets=source)
-    pop, fifo, warnings = await _pop_checks(client, group, state, topics, masters, {q.broker for q in queues})
+    pop, fifo, warnings, defects = await _pop_checks(client, group, state, topics, masters, {q.broker for q in queues})
     return {
         "params": params,
         "online": state.online,
@@ -106,6 +106,7 @@ async def read_preview(
         "pop": pop,
         "fifo": fifo,
         "warnings": warnings,
+        "defects": defects,  # known broker defects by which this reset may not take
         "read_at_ms": now_ms,
         "rows": [t.to_wire() for t in targets],
         "totals": totals(targets),
@@ -118,7 +119,7 @@ async def read_preview(
 
 async def _pop_checks(
     client: AdminClient, group: str, state: GroupOffsets, topics: list[str], masters: dict[str, str], brokers: set
-) -> tuple[bool, bool | None, list[str]]:
+) -> tuple[bool, bool | None, list[str], list[str]]:
     """Whether the group consumes with POP, whether it is FIFO, and the warnings that follow:
     in-flight messages come back after their invisible time, and known broker defects."""
     prefixes = tuple(f"{RETRY_PREFIX}{group}{sep}" for sep in POP_RETRY_SEPARATORS)
@@ -130,7 +131,7 @@ async def _pop_checks(
         except RocketMQError:
             pass  # an old broker or an ACL: POP is then told by the clients and retry topics
     if not pop:
-        return False, None, []
+        return False, None, [], []
     fifo = None
     for address in masters.values():
         try:
@@ -146,7 +147,7 @@ async def _pop_checks(
         except (RocketMQError, KeyError):
             versions[name] = ""
     warnings = [IN_FLIGHT_NOTE, *pop_reset_warnings(versions, fifo=fifo is not False)]
-    return True, fifo, warnings
+    return True, fifo, warnings, affecting(versions, fifo=fifo is not False)
 
 
 async def _queue_states(

@@ -13,6 +13,7 @@ from ..models import Cluster
 from ..rocketmq import RocketMQError
 from ..roles import REQUEST
 from . import effect
+from .defects import UNDO_NOTE
 from .preview import read_preview
 
 
@@ -60,6 +61,8 @@ def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, r
     require_writable(cluster)
     require_reason(reason)
     plan = preview(cluster, group, params)
+    if undo_of is not None and plan.get("pop"):
+        plan["warnings"] = [*plan.get("warnings", []), UNDO_NOTE]
     request = workflow.submit(
         actor=actor,
         cluster=cluster,

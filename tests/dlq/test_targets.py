@@ -90,3 +90,22 @@ def test_a_job_planned_before_an_orderly_consumer_came_online_fails_at_start_and
     assert done.state == "failed" and "consumes orderly" in done.failures[-1]["error"]
     assert done.moved == 0 and not RedrivenMessage.objects.filter(job=done).exists()
     assert dlq_size(mqadmin, group) == 20 and stored(mqadmin, retry_topic(group)) == 0
+
+
+def test_back_to_a_fifo_group_is_refused_from_its_config_with_no_client_online(
+    personas, cluster, names, create_topic, namesrv, mqadmin
+):
+    """No client is online to say how it consumes: the subscription group's
+    consumeMessageOrderly (a RocketMQ 5 FIFO group) is enough to refuse, and nothing is sent."""
+    group, target = names.group("fifo"), create_topic(names.topic("fifo-to"))
+    fill_dlq(mqadmin, namesrv, group, 5)
+    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", retry_topic(group), "-r", "1", "-w", "1")
+    job = plan(personas, cluster, group, "group")  # not FIFO yet: allowed
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", "true")
+    done = runner.run_job(job.pk)  # planned before: refused when it starts
+    assert done.state == "failed" and "FIFO group" in done.failures[-1]["error"]
+    assert done.moved == 0 and stored(mqadmin, retry_topic(group)) == 0 and dlq_size(mqadmin, group) == 5
+    with pytest.raises(ChangeRefused, match=f"{group} is a FIFO group .*consumeMessageOrderly"):
+        plan(personas, cluster, group, "group")
+    assert runner.run_job(plan(personas, cluster, group, "topic", target).pk).state == "done"
+    assert stored(mqadmin, target) == 5

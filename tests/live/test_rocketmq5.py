@@ -4,6 +4,7 @@ the clients' own counts, and mqadmin pointed at the proxy (`consumerConnection -
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -308,3 +309,67 @@ def test_a_remoting_consumer_switched_to_pop_is_seen_popping_without_false_alloc
         assert 'id="pops"' in page and "POP (remoting)" in page and "held by no client" not in page
     finally:
         consumer.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_of_a_slow_simple_consumer_to_earliest_is_done_and_the_client_receives_it_all_again(
+    cluster, redis, proxy, mqadmin, traffic, names, personas, settings
+):
+    """A SimpleConsumer acking one message in three (the rest in flight for 60 s). After a reset
+    to earliest the request ends done, verified from the consumer's side (its popped position
+    moved on from 0), and the client's own count shows every message delivered again."""
+    from consumers.changes.models import State
+    from consumers.changes.workflow import approve
+    from consumers.core import Actor
+    from consumers.resets import execute
+    from consumers.resets.defects import IN_FLIGHT_NOTE
+    from consumers.resets.services import request_reset
+
+    settings.RESET_VERIFY_SECONDS = 10
+    topic = grpc_topic(mqadmin, names.topic("grpc-slow-reset"))
+    group = names.group("grpc-slow-reset")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple", mode="slow", ackEvery=3,
+                                    invisibleSeconds=60)  # fmt: skip
+    try:
+        traffic.produce(topic, 30)
+        counts = consumer.wait_counts(lambda c: c["distinct"] == 30, 60, "all 30 received")
+        wait(lambda: sum(r.diff for r in _progress(mqadmin, group, topic)) == 0, 30, "the pops are committed")
+        request = request_reset(actor=Actor(personas["operator"]), cluster=cluster, group=group,
+                                params={"strategy": "earliest"}, reason="replay all")  # fmt: skip
+        assert request.plan["online"] is True and request.plan["pop"] is True
+        assert request.plan["warnings"] == [IN_FLIGHT_NOTE]  # not FIFO: no known defect applies
+        assert request.plan["totals"][topic]["reconsumed"] == 30
+        before = consumer.status()["received"]
+        approve(request, actor=Actor(personas["approver"]))
+        done = execute.execute_reset(request.pk)
+        assert done.state == State.DONE, json.dumps(done.result, indent=1)
+        assert all(check["ok"] for check in done.result["verification"].values()), done.result["verification"]
+        counts = consumer.wait_counts(lambda c: c["received"] >= before + 30, 60, "all 30 again")
+        assert counts["distinct"] == 30  # the same 30 messages, nothing new
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_preview_with_the_proxy_down_says_the_online_state_is_unknown(
+    cluster, redis, proxy, mqadmin, traffic, names, viewer_client
+):
+    topic = grpc_topic(mqadmin, names.topic("grpc-nopx"))
+    group = names.group("grpc-nopx")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="push")
+    traffic.produce(topic, 8)
+    consumer.wait_counts(lambda c: c["acked"] >= 8, 90, "acked 8")
+    consumer.stop()
+    proxy.kill()
+    try:
+        from consumers.resets.services import preview
+
+        plan = preview(cluster, group, {"strategy": "earliest"})
+        assert plan["online"] is None and plan["clients"] == []
+        page = viewer_client.get(f"/groups/local/{group}/reset/preview/", {"strategy": "earliest"})
+        assert page.status_code == 200
+        assert "online state unknown (a proxy could not be read)" in page.content.decode()
+    finally:
+        proxy.start()
