@@ -307,28 +307,37 @@ def _start_traffic(harness: Harness, rocketmq: LocalRocketMQ) -> None:
 
 
 def _start_grpc_traffic(harness: Harness, proxy: LocalProxy) -> None:
-    """RocketMQ 5 SDK consumers through the proxy (POP): a healthy SimpleConsumer and PushConsumer,
-    and a slow SimpleConsumer that leaves two messages in three unacked (in flight)."""
+    """RocketMQ 5 consumers on "shipments": through the proxy (gRPC SDK, POP) a healthy
+    SimpleConsumer and PushConsumer, a slow SimpleConsumer that leaves two messages in three
+    unacked (in flight), one whose every delivery fails (max attempts 2, then the DLQ) and a
+    FIFO one (consumeMessageOrderly); and a classic remoting consumer switched to POP."""
     from consumers.rocketmq import AdminClient
-    from consumers.rocketmq.models import TopicConfig
+    from consumers.rocketmq.models import SubscriptionGroupConfig, TopicConfig
 
-    async def create_topic():
+    async def prepare():
         async with AdminClient(proxy.namesrv_addr) as client:
             masters = list((await client.topology.cluster_info()).masters().values())
             config = TopicConfig("shipments", 2, 2, attributes={"message.type": "NORMAL"})
             await client.actions.create_or_update_topic(config, masters)
+            for group in (SubscriptionGroupConfig("shipments-failing", retry_max_times=1),
+                          SubscriptionGroupConfig("shipments-sequencer", consume_message_orderly=True)):  # fmt: skip
+                await client.actions.create_or_update_subscription_group(group, masters)
+            await client.actions.set_pop_mode("shipments", "shipments-popper", masters)
 
     import asyncio
 
-    asyncio.run(create_topic())
+    asyncio.run(prepare())
     harness.produce("shipments", -1, rate=10, wait=False, quiet=True)
     for group, kind, mode in (
         ("shipments-tracker", "simple", "healthy"),
         ("shipments-notifier", "push", "healthy"),
         ("shipments-audit", "simple", "slow"),
+        ("shipments-failing", "simple", "failing"),
+        ("shipments-sequencer", "simple", "healthy"),
     ):
         harness.grpc_consume(proxy.grpc_endpoint, group, "shipments", kind=kind, mode=mode)
         time.sleep(2)  # a loaded 2-core machine: gRPC clients start a few seconds apart
+    harness.consume("shipments-popper", "shipments", pop=True, quiet=True)
 
 
 def _answers(url: str) -> bool:

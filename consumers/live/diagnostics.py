@@ -74,6 +74,7 @@ CONSUMPTION = {
     "push": "push (remoting)",
     "pull": "pull (remoting)",
     "pop": "POP (remoting)",
+    "mixed": "mixed: remoting clients and gRPC clients (via proxy)",
 }
 
 
@@ -88,6 +89,8 @@ def consumption(progress: GroupProgress) -> str | None:
         return None
     if progress.via_proxy:
         return GRPC_KINDS.get(connection.consume_type or "", "grpc-push")
+    if progress.proxy_clients:
+        return "mixed"
     if remoting_pop(progress):
         return "pop"
     return {"CONSUME_PASSIVELY": "push", "CONSUME_ACTIVELY": "pull", "CONSUME_POP": "pop"}.get(
@@ -154,9 +157,21 @@ def diagnose(progress: GroupProgress) -> list[Diagnostic]:
             )
         )
         found += _unpopped_queues(progress)
+        found += _pop_drops_failures(progress)
         found += _different_subscriptions(progress)
         found += _mixed(progress)
         return found
+    if progress.proxy_clients:
+        found.append(
+            Diagnostic(
+                "mixed-consumers",
+                "warn",
+                f"Remoting clients and {len(progress.proxy_clients)} RocketMQ 5 gRPC client(s) via a proxy "
+                f"({', '.join(progress.proxy_clients)}) consume in one group: the remoting ones hold queues and "
+                "commit offsets, the gRPC ones pop what the broker assigns, and neither sees the other in its "
+                "rebalance. The allocation below covers the remoting clients only. Run one kind per group.",
+            )
+        )
     model = message_model(progress)
     if model == "BROADCASTING":
         found.append(
@@ -247,6 +262,27 @@ def _unpopped_queues(progress: GroupProgress) -> list[Diagnostic]:
             "warn",
             f"{len(silent)} of {len(queues)} queue(s) have not been popped from by any of the "
             f"{len(progress.running_info)} client(s) in {POP_SILENCE_SECONDS}s: {labels}",
+        )
+    ]
+
+
+def _pop_drops_failures(progress: GroupProgress) -> list[Diagnostic]:
+    """The classic client in POP mode never dead-letters: past maxReconsumeTimes it keeps
+    hiding the message with growing delays until twice its last pop delay level (2 h) has passed
+    since the message was born, then acknowledges it, dropping it
+    (ConsumeMessagePopConcurrentlyService.checkNeedAckOrDelay, client 5.x)."""
+    concurrent = {c: info for c, info in sorted(progress.running_info.items()) if info.pop_table and not info.orderly}
+    if not concurrent:
+        return []
+    limits = sorted({info.properties.get("maxReconsumeTimes", "-1") for info in concurrent.values()})
+    shown = ", ".join("16 (default)" if v == "-1" else v for v in limits)
+    return [
+        Diagnostic(
+            "pop-drops-failures",
+            "warn",
+            f"Remoting POP clients never send failures to the DLQ: a message that failed maxReconsumeTimes ({shown}) "
+            "times is retried with growing delays until 4 h after it was sent, then acknowledged and dropped. "
+            "Failing messages of this group are lost, not dead-lettered; watch its retry topics.",
         )
     ]
 

@@ -282,10 +282,11 @@ def build_document(
                 "addr": c.client_addr,
                 "language": c.language,
                 # a proxy reports its own version for gRPC clients (it cannot parse theirs)
-                "version": None if progress.via_proxy else c.version_name,
-                "via": "proxy (gRPC)" if progress.via_proxy else "broker",
+                "version": None if grpc else c.version_name,
+                "via": "proxy (gRPC)" if grpc else "broker",
             }
             for c in (connection.connections if connection else [])
+            for grpc in [progress.via_proxy or c.client_id in progress.proxy_clients]
         ],
         broadcast=broadcast,
         pops=pops,

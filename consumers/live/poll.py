@@ -76,7 +76,7 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
     with stages.timing("brokers read"):
         snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
     if ask.addresses:
-        known = [g for g, p in snapshot.groups.items() if p.via_proxy]
+        known = [g for g, p in snapshot.groups.items() if p.via_proxy or p.proxy_clients]
         _remember_proxy_groups(redis, cluster, known, ask.next_cursor)
     unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
     with stages.timing("DLQ sizes"):

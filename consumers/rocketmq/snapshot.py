@@ -29,7 +29,7 @@ from .models import (
     TopicStatsTable,
     is_system_group,
 )
-from .proxies import ProxyAsk, ProxyStatus, read_proxies
+from .proxies import ProxyAsk, ProxyStatus, merge, read_proxies
 from .remoting import deadline
 
 # A broker waits up to 10 s for a client to answer a running-info call.
@@ -91,6 +91,8 @@ class GroupProgress:
     # its clients are known only to rocketmq-proxy (RocketMQ 5 gRPC consumers, POP): the broker
     # assigns messages per request, so there is no per-queue holder and no running info
     via_proxy: bool = False
+    # mixed groups: clients only a proxy knows (gRPC) beside the ones the brokers know
+    proxy_clients: list[str] = field(default_factory=list)
     running_info: dict[str, ConsumerRunningInfo] = field(default_factory=dict)
     brokers: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -386,13 +388,23 @@ async def _connections(client, result: dict[str, GroupProgress], order: dict[str
 async def _proxy_connections(
     client, result: dict[str, GroupProgress], ask: ProxyAsk, proxy_deadline: float | None
 ) -> dict[str, ProxyStatus]:
-    # groups not asked this poll stay offline as the brokers said (they had no proxy client
-    # when last asked; ProxyAsk rotates through them)
-    offline = ask.select(sorted(g for g, p in result.items() if p.online is False))
-    statuses, found = await read_proxies(client, offline, ask.addresses, proxy_deadline=proxy_deadline)
-    for group in offline:
+    """Ask the proxies about the groups the brokers call offline (their clients may be gRPC
+    ones) and, after those, about online ones too: a group may have remoting clients on the
+    brokers and gRPC clients on a proxy at once (mixed). Groups not asked this poll stay as the
+    brokers said (ProxyAsk rotates through them; groups with proxy clients are asked each poll)."""
+    offline = sorted(g for g, p in result.items() if p.online is False)
+    online = sorted(g for g, p in result.items() if p.online)
+    asked = ask.select([*offline, *online])
+    statuses, found = await read_proxies(client, asked, ask.addresses, proxy_deadline=proxy_deadline)
+    for group in asked:
         connection, errors = found[group]
         progress = result[group]
+        if progress.online:
+            if connection is not None:  # mixed: the brokers' clients and the proxies' ones
+                progress.proxy_clients = [c for c in connection.client_ids if c not in progress.connection.client_ids]
+                if progress.proxy_clients:
+                    progress.connection = merge([progress.connection, connection])
+            continue  # a proxy that cannot be read leaves what the brokers said (online) standing
         if connection is not None:
             progress.connection, progress.online, progress.via_proxy = connection, True, True
         elif errors:
@@ -408,7 +420,8 @@ async def _running_info(client, result: dict[str, GroupProgress], relay: dict[st
         (group, client_id, relay[group])
         for group, progress in result.items()
         if progress.online and group in relay
-        for client_id in sorted(set(progress.connection.client_ids))
+        # a mixed group's gRPC clients have no running info (the broker cannot relay to them)
+        for client_id in sorted(set(progress.connection.client_ids) - set(progress.proxy_clients))
     ]
     answers = await client.progress.running_info_many(targets, timeout=RUNNING_INFO_TIMEOUT)
     for (group, client_id, _), answer in zip(targets, answers, strict=True):

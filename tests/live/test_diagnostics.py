@@ -146,7 +146,8 @@ def test_remoting_pop_clients_hold_no_queue_and_that_is_no_warning_but_a_silent_
     group.fetched_at = now_ms / 1000
     assert consumption(group) == "pop"
     found = diagnose(group)
-    assert kinds(found) == ["assigned-by-broker"], [d.message for d in found]
+    assert kinds(found) == ["assigned-by-broker", "pop-drops-failures"], [d.message for d in found]
+    assert "maxReconsumeTimes (16 (default))" in found[1].message
     assert pops_by_client(group) == {
         "c1": [{"queue": "T@broker-a#any", "wait_ack": 3, "last_pop_ms": now_ms - 5_000}],
         "c2": [{"queue": "T@broker-a#1", "wait_ack": 2, "last_pop_ms": now_ms - 1_000}],
@@ -161,7 +162,7 @@ def test_remoting_pop_clients_hold_no_queue_and_that_is_no_warning_but_a_silent_
     assert consumption(quiet) == "push"
     quiet.connection.subscriptions = {"T": None}
     quiet.pop_topics = ["T"]
-    assert consumption(quiet) == "pop" and "clients-without-queues" not in kinds(diagnose(quiet))
+    assert consumption(quiet) == "pop" and kinds(diagnose(quiet)) == ["assigned-by-broker", "unpopped-queues"]
 
 
 def test_remoting_pop_in_flight_is_what_the_clients_wait_to_ack_and_unknown_if_one_is_silent():

@@ -300,15 +300,33 @@ def test_a_remoting_consumer_switched_to_pop_is_seen_popping_without_false_alloc
         assert (doc.online, doc.clients, doc.consumption) == (True, 1, "pop")
         assert list(doc.pops) == [consumer.client_id]
         kinds = {d["kind"] for d in doc.diagnostics}
-        assert "assigned-by-broker" in kinds
+        assert {"assigned-by-broker", "pop-drops-failures"} <= kinds
         assert not kinds & {"unheld-queues", "clients-without-queues", "unpopped-queues"}, doc.diagnostics
         # mqadmin's diff for the topic, the console's lag: both 0 with everything acked
         assert sum(r.diff for r in _progress(mqadmin, group, topic)) == doc.lag == 0
         assert doc.health["state"] not in ("STOPPED", "UNKNOWN")
         page = viewer_client.get(f"/groups/local/{group}/").content.decode()
         assert 'id="pops"' in page and "POP (remoting)" in page and "held by no client" not in page
+        # the demo switches its group with the console's own client (SET_MESSAGE_REQUEST_MODE):
+        # the brokers then list it exactly as the group mqadmin switched
+        assert _pop_modes(cluster.namesrv_addrs, topic, names.group("rpop-own")) == {group, names.group("rpop-own")}
     finally:
         consumer.stop()
+
+
+def _pop_modes(namesrv: str, topic: str, switch: str) -> set[str]:
+    from consumers.rocketmq import AdminClient
+    from tests.conftest import run
+
+    async def read():
+        async with AdminClient(namesrv) as client:
+            masters = list((await client.topology.cluster_info()).masters().values())
+            await client.actions.set_pop_mode(topic, switch, masters)
+            found = [await client.topology.pop_modes(a) for a in masters]
+            assert found[0] == found[-1]
+            return {g for g, topics in found[0].items() if topic in topics}
+
+    return run(read())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -373,3 +391,33 @@ def test_a_reset_preview_with_the_proxy_down_says_the_online_state_is_unknown(
         assert "online state unknown (a proxy could not be read)" in page.content.decode()
     finally:
         proxy.start()
+
+
+def test_a_group_with_remoting_and_grpc_clients_lists_both_and_says_it_is_mixed(
+    cluster, redis, proxy, mqadmin, traffic, names
+):
+    """Oracles: mqadmin's connection list from the brokers (the remoting client) and from the
+    proxy's remoting port (the gRPC client)."""
+    topic = grpc_topic(mqadmin, names.topic("mixed"))
+    group = names.group("mixed")
+    grpc_group(mqadmin, cluster.namesrv_addrs, group, topic)
+    classic = traffic.consume(group, topic)
+    grpc = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple")
+    try:
+        traffic.produce(topic, 10)
+        from_brokers = {c.client_id for c in parse_consumer_connection(
+            mqadmin.run("consumerConnection", "-g", group).out).connections}  # fmt: skip
+        from_proxy = proxy_clients(mqadmin, proxy, group) - from_brokers
+        assert from_brokers == {classic.client_id} and from_proxy == {grpc.client_id}
+        assert poll_cluster(cluster).status == "ok"
+        doc = doc_of(redis, cluster, group)
+        assert (doc.online, doc.clients, doc.consumption) == (True, 2, "mixed")
+        via = {c["client_id"]: c["via"] for c in doc.connections}
+        assert via == {classic.client_id: "broker", grpc.client_id: "proxy (gRPC)"}
+        [mixed] = [d for d in doc.diagnostics if d["kind"] == "mixed-consumers"]
+        assert grpc.client_id in mixed["message"] and mixed["severity"] == "warn"
+        assert list(doc.allocation) == [classic.client_id]  # the remoting client holds the queues
+        assert not [p for p in doc.problems if p["scope"] == "running-info"]  # no relay asked of the gRPC one
+    finally:
+        classic.stop()
+        grpc.stop()

@@ -286,6 +286,13 @@ class Actions(Operations):
         for address in broker_addrs:
             await self.remoting.call(address, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
 
+    async def set_pop_mode(self, topic: str, group: str, broker_addrs: list[str], *, share: int = 8) -> None:
+        """Switch a group's remoting clients to POP for a topic (what `mqadmin setConsumeMode -m
+        POP` does): the brokers then hand them messages per pop request."""
+        body = {"topic": topic, "consumerGroup": group, "mode": "POP", "popShareQueueNum": share}
+        for address in broker_addrs:
+            await self.remoting.call(address, RequestCode.SET_MESSAGE_REQUEST_MODE, body=json.dumps(body).encode())
+
     async def make_topic_readable(self, topic: str) -> list[str]:
         """Add the read permission where a topic lacks it (DLQs created by brokers before
         4.9.2 are write-only). Returns the broker names that were changed."""
