@@ -34,9 +34,12 @@ def overview(redis, clusters: list[Cluster]) -> list[dict]:
                 cluster=cluster, group__in=groups, state__in=("queued", "running", "paused")
             ).values_list("group", "pk")
         )
+        consumption = {r.summary["group"]: r.summary.get("consumption") for r in rows if r.cluster == cluster}
         for group in groups:
             qs = queues[group]
             result.append({
+                # how the group's clients consume (the last poll): who sent these dead letters
+                "consumption": consumption.get(group),
                 "cluster": cluster, "group": group, "queues": qs, "count": sum(q.count for q in qs),
                 "readable": all(q.readable for q in qs), "arrivals": arrivals(cluster, group),
                 "active_job": active.get(group), "oldest_ms": times[group][0], "newest_ms": times[group][1],

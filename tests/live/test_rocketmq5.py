@@ -212,6 +212,15 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries_and_are
     assert {r["original_topic"] for r in rows} == {topic}  # not %RETRY%{group}_{topic}
     assert {r["deliveries"] for r in rows} == {3}, [(r["deliveries"], r["reconsume_times"]) for r in rows]
     assert all(r["pop_retry_topic"] in (f"%RETRY%{group}_{topic}", f"%RETRY%{group}+{topic}") for r in rows)
+    # the broker's side of it: its POP retry topic was written once after every failed delivery,
+    # the last one too, so the group's redeliveries are the retry writes less its dead letters
+    # (what RETRY_STORM counts); the DLQ overview says which kind of consumer sent them
+    assert poll_cluster(cluster).status == "ok"
+    doc = doc_of(redis, cluster, group)
+    writes = sum(q.max for q in doc.queues if q.retry)
+    assert writes - doc.dlq_count == counts["received"] - counts["distinct"] == 6, (writes, doc.dlq_count, counts)
+    page = viewer_client.get("/dlq/").content.decode()
+    assert f'data-group="{group}"' in page and "gRPC SimpleConsumer (POP, via proxy)" in page
 
     # back to this group: POP consumers never read %RETRY%{group}, and nothing reaches them alone
     from consumers.core import Actor, ChangeRefused
