@@ -35,9 +35,13 @@ def write_history(
     slow_hours=lambda day_index: (),
     missing_hours=lambda day_index: (),
     prefix: str = "bench-group-",
+    steps: bool = True,
 ) -> int:
     """Writes `days` days of both tables, offsets continuing from day to day; returns the
-    number of queue rows. `slow_hours` and `missing_hours` give each day's (by its index)."""
+    number of queue rows. `slow_hours` and `missing_hours` give each day's (by its index).
+    `steps`: write each row's steps since the queue's previous row, as the poller does since
+    history schema 2 (computed here from the generator's own arrays); False writes rows as
+    schema 1 did (the job then computes them with its window)."""
     rng = np.random.default_rng(seed)
     polls = 86400 // interval
     width = groups * queues
@@ -50,6 +54,8 @@ def write_history(
         "dlq": np.zeros(groups, dtype=np.int64),
     }
     state["consumer"] = state["broker"] - rng.integers(0, 10, width)
+    state["steps"] = steps
+    state["last"] = None  # (ts, broker, consumer) of the last written poll
     written = 0
     for index in range(days):
         day = first_day + dt.timedelta(days=index)
@@ -67,7 +73,7 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
     start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
     written = 0
     for first in range(0, polls, POLLS_PER_FILE):
-        ts, b_cols, c_cols, lag_s, falling = [], [], [], [], []
+        ts, b_cols, c_cols, lag_s, falling, previous = [], [], [], [], [], []
         for p in range(first, min(polls, first + POLLS_PER_FILE)):
             moment = start + dt.timedelta(seconds=p * interval)
             is_slow = moment.hour in slow
@@ -78,6 +84,8 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
             ts.append(np.full(width, int(moment.timestamp() * 1000)))
             b_cols.append(broker)
             c_cols.append(consumer)
+            previous.append(state["last"])
+            state["last"] = (ts[-1], broker, consumer)
             # about 9.5 messages a poll arrive: the oldest unconsumed one waited about lag/9.5 polls
             lag_s.append((broker - consumer) * interval / 9.5 + rng.random(width))
             falling.append(is_slow)
@@ -102,6 +110,7 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
                 "lag_seconds": pa.array(seconds),
                 "last_consume_ms": pa.nulls(width * count, pa.timestamp("ms", tz="UTC")),
                 "client_id": pa.nulls(width * count, pa.string()),
+                **_steps(previous, b, c, width, state["steps"]),
             },
             schema=QUEUE_OFFSETS,
         )
@@ -129,6 +138,25 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
         written += queue_table.num_rows
     state.update(broker=broker, consumer=consumer, dlq=dlq)
     return written
+
+
+def _steps(previous: list, broker: np.ndarray, consumer: np.ndarray, width: int, written: bool) -> dict:
+    """The schema-2 step columns: each row against the same queue's previous written row."""
+    rows = width * len(previous)
+    if not written:
+        return {name: pa.nulls(rows, QUEUE_OFFSETS.field(name).type)
+                for name in ("previous_ts", "consumed_step", "produced_step", "steps")}  # fmt: skip
+    known = np.concatenate([np.full(width, last is not None) for last in previous])
+    zeros = np.zeros(width, dtype=np.int64)
+    prev_ts = np.concatenate([last[0] if last is not None else zeros for last in previous])
+    prev_b = np.concatenate([last[1] if last is not None else zeros for last in previous])
+    prev_c = np.concatenate([last[2] if last is not None else zeros for last in previous])
+    return {
+        "previous_ts": pa.array(prev_ts, pa.int64(), mask=~known).cast(pa.timestamp("ms", tz="UTC")),
+        "consumed_step": pa.array(consumer - prev_c, pa.int64(), mask=~known),
+        "produced_step": pa.array(broker - prev_b, pa.int64(), mask=~known),
+        "steps": pa.array(np.ones(rows, dtype=bool)),
+    }
 
 
 def _write(table_root: Path, cluster: str, day: dt.date, first: int, table: pa.Table) -> None:

@@ -24,6 +24,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -36,9 +37,12 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from .documents import GroupDocument
-from .history_schema import SCHEMA_VERSION, arrow_schema
+from .history_schema import ADDED, SCHEMA_VERSION, arrow_schema
 
-__all__ = ["GROUP_STATS", "QUEUE_OFFSETS", "SCHEMA_VERSION", "SCHEMAS", "TIMESTAMP", "HistoryStore", "history_tables"]
+__all__ = [
+    "GROUP_STATS", "QUEUE_OFFSETS", "SCHEMA_VERSION", "SCHEMAS", "TIMESTAMP", "HistoryStore", "conform",
+    "history_tables", "with_steps",
+]  # fmt: skip
 
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
 
@@ -88,6 +92,10 @@ def history_tables(docs: Iterable[GroupDocument]) -> dict[str, pa.Table]:
                 ("lag_seconds", q.lag_seconds),
                 ("last_consume_ms", q.last_consume_ms),
                 ("client_id", q.clients[0] if q.clients else None),
+                ("previous_ts", None),  # the steps: HistoryStore.append computes them
+                ("consumed_step", None),
+                ("produced_step", None),
+                ("steps", None),
             ):
                 queue_rows[name].append(value)
     return {
@@ -105,17 +113,52 @@ class HistoryStore:
     # writing
 
     def append(self, cluster: str, tables: dict[str, pa.Table]) -> None:
-        """Stage one poll's rows; flush the cluster if enough has gathered."""
+        """Stage one poll's rows (polls in time order); flush the cluster if enough has gathered.
+
+        Each queue row gets its steps since that queue's previous row (see with_steps), from the
+        cluster's state file beside the staging files, which also holds the newest poll written.
+        A poll given again (spooled after its write had in fact gone through, then replayed) is
+        not written twice, so the history holds no poll in two places: the state is committed
+        only after the rows are staged, and a poll not newer than the state's is skipped."""
         with self._locked(cluster):
-            for name, table in tables.items():
-                if table.num_rows:
-                    self._stage(cluster, name, table.cast(SCHEMAS[name]))
+            tables = {name: conform(t, SCHEMAS[name]) for name, t in tables.items() if t.num_rows}
+            state = self._read_state(cluster)
+            newest = max((pc.max(t["ts"]).value for t in tables.values()), default=None)
+            if newest is not None and (state is None or newest > _written_until(state)):
+                if "queue_offsets" in tables:
+                    tables["queue_offsets"], state = with_steps(tables["queue_offsets"], state)
+                pending = self._write_state(cluster, _with_written_until(state, newest), commit=False)
+                for name, table in tables.items():
+                    self._stage(cluster, name, table)
+                os.replace(pending, self._state_path(cluster))
             if self._flush_due(cluster):
                 self._flush(cluster)
 
     def flush(self, cluster: str) -> int:
         with self._locked(cluster):
             return self._flush(cluster)
+
+    def snapshot(self, clusters: list[str], dates: list[dt.date], target: Path) -> int:
+        """Hard links to every flushed file of these clusters and dates under `target` (a folder
+        inside the store: links need the same file system), in the store's layout, taken under
+        each cluster's lock right after a flush. A reader of the snapshot sees a fixed set of
+        files with no poll in two of them, whatever compaction does meanwhile (it unlinks the
+        parts it merged; the links keep them). Returns the number of files linked."""
+        target.mkdir(parents=True, exist_ok=True)
+        linked = 0
+        for cluster in clusters:
+            with self._locked(cluster):
+                self._flush(cluster)
+                for name in SCHEMAS:
+                    for date in dates:
+                        relative = Path(name) / f"cluster={cluster}" / f"date={date.isoformat()}"
+                        parts = sorted((self.root / relative).glob("*.parquet"))
+                        if parts:
+                            (target / relative).mkdir(parents=True, exist_ok=True)
+                        for part in parts:
+                            os.link(part, target / relative / part.name)
+                            linked += 1
+        return linked
 
     def compact(self, cluster: str, *, min_files: int = 4) -> int:
         """Merge each date partition holding at least `min_files` parts into one file."""
@@ -127,7 +170,7 @@ class HistoryStore:
                     parts = sorted(partition.glob("*.parquet"))
                     if len(parts) < min_files:
                         continue
-                    table = pa.concat_tables(pq.read_table(p, schema=SCHEMAS[name]) for p in parts)
+                    table = ds.dataset([str(p) for p in parts], schema=SCHEMAS[name], format="parquet").to_table()
                     self._write_parquet(partition, _sorted(table))
                     for part in parts:
                         part.unlink()
@@ -138,6 +181,11 @@ class HistoryStore:
         """Delete date partitions older than the retention."""
         cutoff = (today or dt.datetime.now(dt.UTC).date()) - dt.timedelta(days=retention_days)
         removed = []
+        # snapshots a statistics run did not remove (its worker died): a day is longer than any run
+        for snapshot in (self.root / "_snapshots").glob("*"):
+            if time.time() - snapshot.stat().st_mtime > 86400:
+                shutil.rmtree(snapshot, ignore_errors=True)
+                removed.append(snapshot)
         for partition in self.root.glob("*/cluster=*/date=*"):
             if dt.date.fromisoformat(partition.name.removeprefix("date=")) < cutoff:
                 for part in partition.iterdir():
@@ -165,6 +213,7 @@ class HistoryStore:
         for path in sorted(self._staging_dir(cluster, name).glob("*.arrow")):
             table = _read_ipc(path)
             if table is not None:
+                table = conform(table, schema)
                 tables.append(table.filter(_filter(group, since)) if group or since else table)
         if not tables:
             return schema.empty_table()
@@ -175,6 +224,23 @@ class HistoryStore:
         return sorted((self.root / name / f"cluster={cluster}").glob("date=*/*.parquet"))
 
     # internals
+
+    def _state_path(self, cluster: str) -> Path:
+        return self.root / "_state" / f"queue_offsets-{cluster}.arrow"
+
+    def _read_state(self, cluster: str) -> pa.Table | None:
+        return _read_ipc(self._state_path(cluster))
+
+    def _write_state(self, cluster: str, state: pa.Table, *, commit: bool = True) -> Path:
+        """Write the state beside its place; moved there now, or by the caller (the path given)."""
+        path = self._state_path(cluster)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, state.schema) as writer:
+            writer.write_table(state)
+        if commit:
+            os.replace(tmp, path)
+        return tmp
 
     def _staging_dir(self, cluster: str, name: str) -> Path:
         return self.root / "_staging" / name / f"cluster={cluster}"
@@ -201,10 +267,10 @@ class HistoryStore:
         written = 0
         for name, schema in SCHEMAS.items():
             staged = sorted(self._staging_dir(cluster, name).glob("*.arrow"))
-            tables = [t for t in (_read_ipc(p) for p in staged) if t is not None]
+            tables = [conform(t, schema) for t in (_read_ipc(p) for p in staged) if t is not None]
             if not tables:
                 continue
-            table = pa.concat_tables(tables).cast(schema)
+            table = pa.concat_tables(tables)
             dates = pc.strftime(table["ts"], format="%Y-%m-%d")
             for date in pc.unique(dates).to_pylist():
                 part = table.filter(pc.equal(dates, date))
@@ -231,6 +297,122 @@ class HistoryStore:
         with open(lock_dir / f"{cluster}.lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
+
+
+STATE_KEY = ["group", "topic", "broker", "queue_id"]
+STATE_SCHEMA = pa.schema(
+    [("group", pa.string()), ("topic", pa.string()), ("broker", pa.string()), ("queue_id", pa.int32()),
+     ("ts", TIMESTAMP), ("consumer_offset", pa.int64()), ("broker_offset", pa.int64())]
+)  # fmt: skip
+
+
+def with_steps(table: pa.Table, state: pa.Table | None) -> tuple[pa.Table, pa.Table]:
+    """Queue rows with what changed since each queue's previous row, and the state for the next
+    call: per queue the last row's time and the last known (non-null) offsets.
+
+    The same definitions as the statistics job's window over a queue's rows (transforms.py):
+    previous_ts is the previous row's ts; consumed_step / produced_step are the differences to
+    the previous *known* offsets (a null offset is skipped, so the next known one carries the
+    whole move). One difference, on purpose: the writer remembers a queue across any gap, where
+    the job's window saw only the day before, so a move across a gap of days lands on the day
+    it was observed instead of being lost. Rows must come in time order across calls."""
+    state = STATE_SCHEMA.empty_table() if state is None else state
+    if not table.num_rows:
+        return table, state
+    if pc.min(table["ts"]) == pc.max(table["ts"]):
+        return _steps_of_one_poll(table, state)  # the poller's case, and the fast one
+    return _steps_of_many_polls(table, state)
+
+
+def _steps_of_one_poll(table: pa.Table, state: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """One poll: each queue at most once, so a join with the state is enough."""
+    keyed = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
+    previous = state.rename_columns([*STATE_KEY, "_prev_ts", "_prev_consumer", "_prev_broker"])
+    joined = keyed.join(previous, STATE_KEY, join_type="left outer").sort_by("_row")
+    table = _set_steps(
+        table,
+        joined["_prev_ts"],
+        pc.subtract(joined["consumer_offset"], joined["_prev_consumer"]),
+        pc.subtract(joined["broker_offset"], joined["_prev_broker"]),
+    )
+    # this poll's queues (a null offset keeps the last known one), and every other as it was
+    seen = pa.table({
+        **{k: joined[k] for k in STATE_KEY},
+        "ts": joined["ts"],
+        "consumer_offset": pc.coalesce(joined["consumer_offset"], joined["_prev_consumer"]),
+        "broker_offset": pc.coalesce(joined["broker_offset"], joined["_prev_broker"]),
+    }, schema=STATE_SCHEMA)  # fmt: skip
+    unseen = state.join(table.select(STATE_KEY), STATE_KEY, join_type="left anti")
+    return table, pa.concat_tables([seen, unseen.select(STATE_SCHEMA.names).cast(STATE_SCHEMA)])
+
+
+def _steps_of_many_polls(table: pa.Table, state: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Several polls at once (tests, backfills): each queue's rows in time order after its state."""
+    import pandas as pd
+
+    nullable = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get
+    rows = table.select(STATE_SCHEMA.names).cast(STATE_SCHEMA).to_pandas(types_mapper=nullable)
+    rows["_row"] = range(len(rows))
+    prior = state.to_pandas(types_mapper=nullable)
+    prior["_row"] = -1  # before this table's rows of the same queue
+    both = pd.concat([prior, rows], ignore_index=True).sort_values([*STATE_KEY, "ts", "_row"], kind="stable")
+    same_queue = both.groupby(STATE_KEY, sort=False)
+    both["_prev_ts"] = same_queue["ts"].shift()
+    for column in ("consumer_offset", "broker_offset"):
+        both[f"_last_{column}"] = same_queue[column].ffill()
+    same_queue = both.groupby(STATE_KEY, sort=False)
+    for column in ("consumer_offset", "broker_offset"):
+        both[f"_prev_{column}"] = same_queue[f"_last_{column}"].shift()
+    ours = both[both["_row"] >= 0].sort_values("_row")
+    table = _set_steps(
+        table,
+        pa.array(ours["_prev_ts"], TIMESTAMP),
+        pa.array(ours["consumer_offset"] - ours["_prev_consumer_offset"], pa.int64()),
+        pa.array(ours["broker_offset"] - ours["_prev_broker_offset"], pa.int64()),
+    )
+    last = (
+        both.groupby(STATE_KEY, sort=False)
+        .agg(ts=("ts", "last"), consumer_offset=("consumer_offset", "last"), broker_offset=("broker_offset", "last"))
+        .reset_index()
+    )  # "last" skips nulls: the last known offsets
+    return table, pa.Table.from_pandas(last[STATE_SCHEMA.names], schema=STATE_SCHEMA, preserve_index=False)
+
+
+def _set_steps(table: pa.Table, previous_ts, consumed, produced) -> pa.Table:
+    columns = {
+        "previous_ts": previous_ts,
+        "consumed_step": consumed,
+        "produced_step": produced,
+        "steps": pa.array([True] * table.num_rows, pa.bool_()),
+    }
+    for name, values in columns.items():
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, values.cast(table.schema.field(name).type))
+    return table
+
+
+def _written_until(state: pa.Table) -> int:
+    """The newest poll written (epoch ms), from the state's metadata."""
+    return int((state.schema.metadata or {}).get(b"written_until", b"0"))
+
+
+def _with_written_until(state: pa.Table | None, ts_ms: int) -> pa.Table:
+    state = STATE_SCHEMA.empty_table() if state is None else state
+    return state.replace_schema_metadata({"written_until": str(ts_ms)})
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A table written with an older schema, with the columns added since as nulls; any other
+    missing column is refused (ValueError)."""
+    if table.schema.names == schema.names:
+        return table.cast(schema)
+    name = next(n for n, s in SCHEMAS.items() if s is schema)
+    missing = [c for c in schema.names if c not in table.column_names and c not in ADDED[name]]
+    if missing:
+        raise ValueError(f"rows for {name} lack {', '.join(missing)}")
+    columns = [table[name] if name in table.column_names else pa.nulls(table.num_rows, field.type)
+               for name, field in zip(schema.names, schema, strict=True)]  # fmt: skip
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _sorted(table: pa.Table) -> pa.Table:

@@ -11,7 +11,7 @@ Add columns at the end, never change or remove one, and bump SCHEMA_VERSION when
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # Column types: "timestamp" is milliseconds, UTC.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -30,6 +30,13 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("lag_seconds", "float64"),  # poll time - store time of the first unconsumed message; null unknown
         ("last_consume_ms", "timestamp"),  # store time of the last consumed message; null: never
         ("client_id", "string"),  # holder of the queue; null: none or unknown
+        # Schema 2: what changed since this queue's previous row, computed by the writer, which
+        # holds that row (so the statistics job needs no per-queue window). Null in rows written
+        # before schema 2: `steps` says whether the three below were computed.
+        ("previous_ts", "timestamp"),  # the queue's previous row; null: none (its first)
+        ("consumed_step", "int64"),  # consumer_offset - the previous known consumer offset; null: none known
+        ("produced_step", "int64"),  # broker_offset - the previous known broker offset; null: none known
+        ("steps", "bool"),  # true: the three columns above were computed by the writer
     ),
     # One row per group per poll.
     "group_stats": (
@@ -46,6 +53,9 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("complete", "bool"),  # false: part of the group could not be read in this poll
     ),
 }
+
+# Columns added after schema 1, by table: files written before them are read with these null.
+ADDED = {"queue_offsets": ("previous_ts", "consumed_step", "produced_step", "steps"), "group_stats": ()}
 
 # Hive-style partition directories: <table>/cluster=<name>/date=<YYYY-MM-DD>/part-*.parquet
 PARTITIONS = (("cluster", "string"), ("date", "string"))

@@ -124,11 +124,20 @@ def run(spark: SparkSession, params: dict) -> dict:
     groups = read_history(spark, params["history"], "group_stats", names, first, last)
     started = time.monotonic()
     input_rows = {"queue_offsets": queues.count(), "group_stats": groups.count()}  # Parquet footers: cheap
-    # Enough shuffle partitions for about a million rows each: Spark's fixed 200 costs more in
-    # task overhead than a small cluster's whole day takes to compute.
+    # history schema 2 rows carry the steps their writer computed: no per-queue window needed,
+    # unless some row of the period was written before (its steps are unknown)
+    start, end = transforms.period_bounds(first, last)
+    unstepped = transforms.in_period(queues, start, end).where(~F.coalesce("steps", F.lit(False)))
+    written_steps = not unstepped.limit(1).count()
+    deduplicated = bool(params.get("deduplicated"))
+    # Shuffle partitions of about a million rows each: Spark's fixed 200 costs more in task
+    # overhead than a small cluster's whole day takes to compute. Without a window or a
+    # deduplication the queue rows are never shuffled, only the per-topic polls (a queue row in
+    # 16 or so, after partial aggregation)
+    shuffled = input_rows["queue_offsets"] // (16 if written_steps and deduplicated else 1)
     parallelism = spark.sparkContext.defaultParallelism
-    spark.conf.set("spark.sql.shuffle.partitions", max(parallelism, -(-input_rows["queue_offsets"] // 1_000_000)))
-    resets = spark.createDataFrame(
+    spark.conf.set("spark.sql.shuffle.partitions", max(parallelism, -(-shuffled // 1_000_000)))
+    resets = None if not params.get("console_resets") else spark.createDataFrame(
         [{**r, "started_at": dt.datetime.fromisoformat(r["started_at"]),
           "finished_at": dt.datetime.fromisoformat(r["finished_at"])} for r in params.get("console_resets", [])],
         "cluster string, `group` string, topic string, broker string, queue_id int, started_at timestamp, "
@@ -144,16 +153,28 @@ def run(spark: SparkSession, params: dict) -> dict:
     }
     if not polled:
         return summary
+    stages = summary["stages"] = {"read": round(time.monotonic() - started, 3)}
+
+    def prepared(frames: dict[str, DataFrame]) -> None:
+        for name, frame in frames.items():  # cached: counting computes them once, here
+            clock = time.monotonic()
+            frame.count()
+            stages[name] = round(time.monotonic() - clock, 3)
+
     tables = transforms.statistics(
-        queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets
-    )
+        queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets,
+        written_steps=written_steps, deduplicated=deduplicated, on_prepared=prepared,
+    )  # fmt: skip
+    summary["written_steps"] = written_steps
     output = params["output"].rstrip("/")
     staging = f"{output}/_staging/{uuid.uuid4().hex}"
     computed = F.broadcast(spark.createDataFrame(sorted(polled), "polled_cluster string, polled_date string"))
     try:
         for name, frame in tables.items():
+            clock = time.monotonic()
             on = (F.col("cluster") == F.col("polled_cluster")) & (F.col("date").cast("string") == F.col("polled_date"))
             write_table(frame.join(computed, on, "left_semi"), f"{staging}/{name}")
+            stages[name] = round(time.monotonic() - clock, 3)
             # the schema given: a table with no row this run (an empty top list) has no file to infer it from
             written = spark.read.schema(frame.schema).parquet(f"{staging}/{name}")
             summary["output_rows"][name] = written.count()

@@ -45,27 +45,34 @@ def period_bounds(first: dt.date, last: dt.date) -> tuple[dt.datetime, dt.dateti
     return start, dt.datetime.combine(last + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
 
 
-def queue_steps(queue_offsets: DataFrame, console_resets: DataFrame | None = None) -> DataFrame:
+def queue_steps(
+    queue_offsets: DataFrame, console_resets: DataFrame | None = None, *, written_steps: bool = False
+) -> DataFrame:
     """Each queue row with what changed since that queue's previous known row.
+
+    With `written_steps` every row carries the steps its writer computed (history schema 2:
+    previous_ts, consumed_step, produced_step, the same definitions): no per-queue window, so
+    no sort of every queue's day. Without, they come from a window over the queue's rows.
 
     `console_resets` (cluster, group, topic, broker, queue_id, started_at, finished_at,
     to_offset) are the resets the console applied: a poll interval holding one is a reset
     whichever way it moved, and only what was consumed after it (consumer offset - to_offset)
     counts. Forward resets made outside the console look like consumption: nothing in the
     offsets tells them apart."""
-    ordered = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    if written_steps:
+        previous_ts = F.col("previous_ts")
+        moves = (F.col("consumed_step").alias("consumer_move"), F.col("produced_step").alias("broker_move"))
+    else:
+        ordered = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+        previous_ts = F.lag("ts").over(ordered)
+        moves = tuple(
+            (F.col(column) - F.last(column, ignorenulls=True).over(before)).alias(alias)
+            for column, alias in (("consumer_offset", "consumer_move"), ("broker_offset", "broker_move"))
+        )
+    # the offsets themselves and previous_ts are read only when console resets need them
     frame = queue_offsets.select(
-        *QUEUE_KEY,
-        "ts",
-        "retry",
-        "lag",
-        "lag_seconds",
-        "consumer_offset",
-        "broker_offset",
-        F.lag("ts").over(ordered).alias("previous_ts"),
-        F.last("consumer_offset", ignorenulls=True).over(before).alias("previous_consumer"),
-        F.last("broker_offset", ignorenulls=True).over(before).alias("previous_broker"),
+        *QUEUE_KEY, "ts", "retry", "lag", "lag_seconds", "consumer_offset", previous_ts.alias("previous_ts"), *moves
     )
     reset_to = F.lit(None).cast("long")
     if console_resets is not None:
@@ -77,10 +84,13 @@ def queue_steps(queue_offsets: DataFrame, console_resets: DataFrame | None = Non
         condition = same_queue[0]
         for clause in same_queue[1:]:
             condition = condition & clause
-        frame = frame.join(F.broadcast(marks), condition & inside, "left").dropDuplicates([*QUEUE_KEY, "ts"])
+        joined = frame.join(F.broadcast(marks), condition & inside, "left")
+        # a row inside two resets' intervals matches both: keep one. Only matched rows (a few)
+        # are deduplicated, so the other rows are not shuffled for it
+        matched = joined.where(F.col("to_offset").isNotNull()).dropDuplicates([*QUEUE_KEY, "ts"])
+        frame = joined.where(F.col("to_offset").isNull()).unionByName(matched)
         reset_to = F.col("to_offset")
-    consumer_move = F.col("consumer_offset") - F.col("previous_consumer")
-    broker_move = F.col("broker_offset") - F.col("previous_broker")
+    consumer_move, broker_move = F.col("consumer_move"), F.col("broker_move")
     after_reset = F.greatest(F.col("consumer_offset") - reset_to, F.lit(0))
     return frame.select(
         *QUEUE_KEY,
@@ -284,7 +294,7 @@ def in_period(frame: DataFrame, start: dt.datetime, end: dt.datetime) -> DataFra
     return frame.where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(end)))
 
 
-def deduplicated(frame: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+def _deduplicated(frame: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     """A compaction racing with a flush can leave a poll's row in two files: keep one."""
     return frame.dropDuplicates([*keys, "ts"])
 
@@ -299,15 +309,28 @@ def statistics(
     last: dt.date,
     as_of: dt.datetime,
     console_resets: DataFrame | None = None,
+    written_steps: bool = False,
+    deduplicated: bool = False,
+    on_prepared=None,
 ) -> dict[str, DataFrame]:
     """Every output table for the days first..last. The inputs hold those days and the day
     before (the look-back); `clusters` is cluster, interval_seconds, slo_seconds (the default
-    SLO) and `slo` the per-group overrides (cluster, group, slo_seconds)."""
+    SLO) and `slo` the per-group overrides (cluster, group, slo_seconds). `written_steps`: every
+    queue row of the period carries its steps (see queue_steps), so the look-back's queue rows
+    are not needed. `on_prepared` is called with the two cached intermediate frames (the
+    per-topic and the per-group polls) before the tables are built on them (the job times them)."""
     start, end = period_bounds(first, last)
-    # one shuffle serves the per-queue window and the per-topic sums after it: a hash
-    # partitioning on (cluster, group, topic) also clusters every finer key
-    queues = deduplicated(queue_offsets.repartition("cluster", "group", "topic"), QUEUE_KEY)
-    groups = deduplicated(group_stats, ("cluster", "group"))
+    if written_steps:
+        queue_offsets = in_period(queue_offsets, start, end)
+    if written_steps and deduplicated:
+        # no window, and no poll in two files: no shuffle of the queue rows at all, only the
+        # per-topic sums (partial aggregation shrinks them 16-fold before they move)
+        queues = queue_offsets
+    else:
+        # one shuffle serves the per-queue window and the per-topic sums after it: a hash
+        # partitioning on (cluster, group, topic) also clusters every finer key
+        queues = _deduplicated(queue_offsets.repartition("cluster", "group", "topic"), QUEUE_KEY)
+    groups = group_stats if deduplicated else _deduplicated(group_stats, ("cluster", "group"))
     slo_by_group = (
         groups.select("cluster", "group")
         .distinct()
@@ -315,8 +338,10 @@ def statistics(
         .join(F.broadcast(slo), ["cluster", "group"], "left")
         .select("cluster", "group", F.coalesce("slo_seconds", "default_slo").alias("slo_seconds"))
     )
-    polls = in_period(topic_polls(queue_steps(queues, console_resets)), start, end).cache()
+    polls = in_period(topic_polls(queue_steps(queues, console_resets, written_steps=written_steps)), start, end).cache()
     steps = in_period(group_steps(groups), start, end).cache()
+    if on_prepared is not None:
+        on_prepared({"topic polls": polls, "group polls": steps})
     tables = {
         "topic_hourly": topic_aggregates(polls, slo_by_group, clusters, hourly=True, as_of=as_of),
         "topic_daily": topic_aggregates(polls, slo_by_group, clusters, hourly=False, as_of=as_of),
@@ -325,5 +350,6 @@ def statistics(
         "group_health": health_minutes(steps, clusters),
         "cluster_daily": cluster_days(in_period(groups, start, end), clusters, as_of),
     }
+    tables["group_daily"] = tables["group_daily"].cache()  # the top lists are ranked from it
     tables["top_groups"] = top_groups(tables["group_daily"])
     return tables

@@ -49,6 +49,7 @@ def queue_rows(group: str, ts_ms: int, queues: int) -> pa.Table:
             "lag_seconds": [2.0] * queues,
             "last_consume_ms": [ts_ms] * queues,
             "client_id": ["c1"] * queues,
+            **{name: [None] * queues for name in ("previous_ts", "consumed_step", "produced_step", "steps")},
         },
         schema=QUEUE_OFFSETS,
     )
@@ -136,3 +137,92 @@ def test_rows_that_do_not_fit_the_schema_are_refused(tmp_path):
     bad = pa.table({"ts": [1], "group": ["g"]})
     with pytest.raises((ValueError, pa.ArrowInvalid, KeyError)):
         store.append("c", {"group_stats": bad})
+
+
+def offsets(ts_ms: int, rows: list[tuple[int, int | None, int | None]]) -> pa.Table:
+    """One poll of group g, topic T: (queue, consumer offset, broker offset) per queue."""
+    table = queue_rows("g", ts_ms, len(rows))
+    table = table.set_column(table.schema.get_field_index("queue_id"), "queue_id",
+                             pa.array([q for q, _, _ in rows], pa.int32()))  # fmt: skip
+    for name, index in (("consumer_offset", 1), ("broker_offset", 2)):
+        values = pa.array([r[index] for r in rows], pa.int64())
+        table = table.set_column(table.schema.get_field_index(name), name, values)
+    return table
+
+
+def steps_of(table: pa.Table) -> list[tuple]:
+    return [(r["queue_id"], r["previous_ts"], r["consumed_step"], r["produced_step"], r["steps"])
+            for r in table.sort_by("queue_id").to_pylist()]  # fmt: skip
+
+
+def test_each_queue_row_gets_its_steps_since_that_queues_previous_row_across_polls_and_gaps(tmp_path):
+    """Worked by hand: queue 0 goes 5/10, 8/12, then is not polled, then 20/30; queue 1's
+    broker offset is unknown once (the step after it spans both polls)."""
+    store = HistoryStore(tmp_path, flush_rows=10**9, flush_seconds=10**9)
+    t = [DAY1 + i * 15_000 for i in range(4)]
+    store.append("c", {"queue_offsets": offsets(t[0], [(0, 5, 10), (1, 1, 4)])})
+    store.append("c", {"queue_offsets": offsets(t[1], [(0, 8, 12), (1, 2, None)])})
+    store.append("c", {"queue_offsets": offsets(t[2], [(1, 2, 6)])})  # queue 0 not read this poll
+    store.append("c", {"queue_offsets": offsets(t[3], [(0, 20, 30), (1, 1, 6)])})  # queue 1 moved back
+    store.flush("c")
+    rows = store.read("queue_offsets", "c")
+    at = {ms: rows.filter(pa.compute.equal(rows["ts"], pa.scalar(ms, pa.timestamp("ms", tz="UTC")))) for ms in t}
+    when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC)  # noqa: E731
+    assert steps_of(at[t[0]]) == [(0, None, None, None, True), (1, None, None, None, True)]
+    assert steps_of(at[t[1]]) == [(0, when(t[0]), 3, 2, True), (1, when(t[0]), 1, None, True)]
+    assert steps_of(at[t[2]]) == [(1, when(t[1]), 0, 2, True)]  # 6 - 4: the last known broker offset
+    assert steps_of(at[t[3]]) == [(0, when(t[1]), 12, 18, True), (1, when(t[2]), -1, 0, True)]
+    # the same rows given at once (a backfill) get the same steps
+    many = pa.concat_tables([offsets(ms, r) for ms, r in zip(t, [[(0, 5, 10), (1, 1, 4)], [(0, 8, 12), (1, 2, None)],
+                             [(1, 2, 6)], [(0, 20, 30), (1, 1, 6)]], strict=True)])  # fmt: skip
+    other = HistoryStore(tmp_path / "other", flush_rows=10**9, flush_seconds=10**9)
+    other.append("c", {"queue_offsets": many})
+    assert other.read("queue_offsets", "c").to_pylist() == rows.to_pylist()
+
+
+def test_parts_written_before_schema_2_are_read_with_null_steps(tmp_path):
+    store = HistoryStore(tmp_path, flush_rows=10**9, flush_seconds=10**9)
+    old = queue_rows("g", DAY1, 2)
+    old = old.select([c for c in old.column_names if c not in ("previous_ts", "consumed_step", "produced_step",
+                                                             "steps")])  # fmt: skip
+    partition = tmp_path / "queue_offsets" / "cluster=c" / "date=2026-11-20"
+    partition.mkdir(parents=True)
+    pq.write_table(old, partition / "part-old.parquet")
+    store.append("c", {"queue_offsets": queue_rows("g", DAY1 + 5_000, 2)})
+    rows = store.read("queue_offsets", "c").sort_by([("ts", "ascending"), ("queue_id", "ascending")]).to_pylist()
+    # the writer never saw the old rows: the new ones have no previous row to step from
+    assert [(r["steps"], r["consumed_step"]) for r in rows] == [(None, None), (None, None), (True, None), (True, None)]
+    store.flush("c")
+    assert store.compact("c", min_files=2) == 2  # the old part and the new one, merged in the new schema
+    merged = store.read("queue_offsets", "c").sort_by([("ts", "ascending"), ("queue_id", "ascending")])
+    assert merged["steps"].to_pylist() == [None, None, True, True]
+
+
+def test_a_poll_given_again_is_not_written_twice(tmp_path):
+    """A poll spooled after a failure that came after its rows were in fact staged (a flush that
+    failed) is replayed by the next poll: the history must not hold it twice, since the
+    statistics job reads a snapshot without deduplicating."""
+    store = HistoryStore(tmp_path, flush_rows=10**9, flush_seconds=10**9)
+    first = {"queue_offsets": offsets(DAY1, [(0, 5, 10)]), "group_stats": group_rows("g", [DAY1], [5])}
+    store.append("c", first)
+    store.append("c", first)  # replayed
+    store.append("c", {"queue_offsets": offsets(DAY1 + 15_000, [(0, 9, 12)]),
+                       "group_stats": group_rows("g", [DAY1 + 15_000], [3])})  # fmt: skip
+    store.flush("c")
+    assert store.read("queue_offsets", "c")["consumed_step"].to_pylist() == [None, 4]
+    assert store.read("group_stats", "c").num_rows == 2
+    assert sum(pq.read_metadata(p).num_rows for p in store.files("queue_offsets", "c")) == 2
+
+
+def test_a_snapshot_keeps_its_files_through_a_compaction_and_holds_each_poll_once(tmp_path):
+    store = HistoryStore(tmp_path, flush_rows=1, flush_seconds=10**9)  # a part per poll
+    for i in range(4):
+        store.append("c", {"queue_offsets": offsets(DAY1 + i * 15_000, [(0, 5 + i, 10 + i)])})
+    store.append("c", {"queue_offsets": offsets(DAY1 + 4 * 15_000, [(0, 9, 14)])})  # staged, not flushed
+    snapshot = tmp_path / "_snapshots" / "run-1"
+    days = [dt.date(2026, 11, 20), dt.date(2026, 11, 21)]  # DAY1 is ten seconds before midnight
+    assert store.snapshot(["c"], days, snapshot) == 5  # flushed first: all five polls, a part each
+    assert store.compact("c", min_files=2) == 4  # the next day's parts it linked are merged and unlinked
+    read = ds.dataset(str(snapshot / "queue_offsets"), format="parquet", partitioning="hive").to_table()
+    assert sorted(read["consumer_offset"].to_pylist()) == [5, 6, 7, 8, 9]  # each poll once, none lost
+    assert store.prune(30, today=dt.date(2026, 11, 21)) == []  # a fresh snapshot stays

@@ -7,7 +7,9 @@ import datetime as dt
 import hashlib
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from consumers.live.history import HistoryStore
@@ -17,13 +19,30 @@ from tests.stats import handworked as hw
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def store_paths(tmp_path_factory):
+@pytest.fixture(scope="module", params=["steps", "schema 1"])
+def store_paths(request, tmp_path_factory):
+    """The hand-worked history as the poller writes it now (each queue row with its steps since
+    the queue's previous row: the job needs no window), and as it was written before history
+    schema 2 (no steps: the job computes them with its per-queue window). Every number below
+    must come out the same both ways."""
     root = tmp_path_factory.mktemp("stats")
-    history = HistoryStore(root / "history", flush_rows=10**9, flush_seconds=10**9)
-    history.append("c1", hw.history_tables())
-    history.flush("c1")
+    if request.param == "steps":
+        history = HistoryStore(root / "history", flush_rows=10**9, flush_seconds=10**9)
+        history.append("c1", hw.history_tables())
+        history.flush("c1")
+    else:
+        for name, table in hw.history_tables().items():
+            old = table.select([c for c in table.column_names if c not in SCHEMA_2_COLUMNS])
+            dates = pc.strftime(old["ts"], format="%Y-%m-%d")
+            for date in pc.unique(dates).to_pylist():
+                partition = root / "history" / name / "cluster=c1" / f"date={date}"
+                partition.mkdir(parents=True)
+                pq.write_table(old.filter(pc.equal(dates, date)), partition / "part-0.parquet")
+    (root / "variant").write_text(request.param)
     return root / "history", root / "stats"
+
+
+SCHEMA_2_COLUMNS = ("previous_ts", "consumed_step", "produced_step", "steps")
 
 
 def params(history, output, first=hw.DAY, last=hw.DAY):
@@ -48,6 +67,8 @@ def rows(output, table, **where) -> list[dict]:
 def computed(spark, store_paths):
     history, output = store_paths
     summary = job.run(spark, params(history, output))
+    # the job takes the writer's steps when every row of the period has them
+    assert summary["written_steps"] is ((history.parent / "variant").read_text() == "steps")
     return output, summary
 
 
