@@ -116,18 +116,19 @@ class HistoryStore:
         """Stage one poll's rows (polls in time order); flush the cluster if enough has gathered.
 
         Each queue row gets its steps since that queue's previous row (see with_steps), from the
-        cluster's state file beside the staging files, which also holds the newest poll written.
+        cluster's state file beside the staging files, which also names the recent polls written.
         A poll given again (spooled after its write had in fact gone through, then replayed) is
         not written twice, so the history holds no poll in two places: the state is committed
-        only after the rows are staged, and a poll not newer than the state's is skipped."""
+        only after the rows are staged, and a poll it names is skipped."""
         with self._locked(cluster):
             tables = {name: conform(t, SCHEMAS[name]) for name, t in tables.items() if t.num_rows}
             state = self._read_state(cluster)
             newest = max((pc.max(t["ts"]).value for t in tables.values()), default=None)
-            if newest is not None and (state is None or newest > _written_until(state)):
+            written = _written(state)
+            if newest is not None and newest not in written:
                 if "queue_offsets" in tables:
                     tables["queue_offsets"], state = with_steps(tables["queue_offsets"], state)
-                pending = self._write_state(cluster, _with_written_until(state, newest), commit=False)
+                pending = self._write_state(cluster, _with_written(state, written, newest), commit=False)
                 for name, table in tables.items():
                     self._stage(cluster, name, table)
                 os.replace(pending, self._state_path(cluster))
@@ -391,14 +392,21 @@ def _set_steps(table: pa.Table, previous_ts, consumed, produced) -> pa.Table:
     return table
 
 
-def _written_until(state: pa.Table) -> int:
-    """The newest poll written (epoch ms), from the state's metadata."""
-    return int((state.schema.metadata or {}).get(b"written_until", b"0"))
+# the polls a state remembers having written: a replay comes right after its failure, so a
+# short memory is enough (an exact match, not "not newer": a clock set back must not drop polls)
+WRITTEN_MEMORY = 64
 
 
-def _with_written_until(state: pa.Table | None, ts_ms: int) -> pa.Table:
+def _written(state: pa.Table | None) -> set[int]:
+    """The recent polls written (epoch ms), from the state's metadata."""
+    value = (state.schema.metadata or {}).get(b"written", b"") if state is not None else b""
+    return {int(ms) for ms in value.split(b",") if ms}
+
+
+def _with_written(state: pa.Table | None, written: set[int], ts_ms: int) -> pa.Table:
     state = STATE_SCHEMA.empty_table() if state is None else state
-    return state.replace_schema_metadata({"written_until": str(ts_ms)})
+    recent = sorted(written | {ts_ms})[-WRITTEN_MEMORY:]
+    return state.replace_schema_metadata({"written": ",".join(map(str, recent))})
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -212,6 +212,12 @@ def test_a_poll_given_again_is_not_written_twice(tmp_path):
     assert store.read("queue_offsets", "c")["consumed_step"].to_pylist() == [None, 4]
     assert store.read("group_stats", "c").num_rows == 2
     assert sum(pq.read_metadata(p).num_rows for p in store.files("queue_offsets", "c")) == 2
+    # the state remembers the recent polls, not only the last: an older one replayed is skipped too,
+    # and a poll older than the newest but never written (a clock set back) is written
+    store.append("c", first)
+    store.append("c", {"queue_offsets": offsets(DAY1 - 15_000, [(0, 4, 9)])})
+    store.flush("c")
+    assert store.read("queue_offsets", "c").num_rows == 3
 
 
 def test_a_snapshot_keeps_its_files_through_a_compaction_and_holds_each_poll_once(tmp_path):
