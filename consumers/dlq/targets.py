@@ -65,19 +65,13 @@ async def _refuse_fifo(client: AdminClient, group: str) -> None:
     queue locks (the broker puts what is sent to %RETRY%{group} straight into the DLQ). Told
     from the broker, so it holds while no client is online to say how it consumes."""
     masters = (await client.topology.cluster_info(max_age=5.0)).masters()
-    for address in masters.values():
-        try:
-            config = (await client.topology.subscription_groups(address)).get(group)
-        except RocketMQError:
-            continue
-        if config is not None and config.consume_message_orderly:
-            raise TargetRefused(
-                f"{group} is a FIFO group (its subscription group says consumeMessageOrderly): FIFO consumers "
-                f"pop and never read {retry_topic(group)}, and orderly ones holding queue locks make the broker put "
-                "what is sent there straight back into the DLQ. Redrive to the original topic or to another topic "
-                "instead."
-            )
-        return
+    if await client.topology.consumes_orderly(group, masters.values()):
+        raise TargetRefused(
+            f"{group} is a FIFO group (its subscription group says consumeMessageOrderly): FIFO consumers "
+            f"pop and never read {retry_topic(group)}, and orderly ones holding queue locks make the broker put "
+            "what is sent there straight back into the DLQ. Redrive to the original topic or to another topic "
+            "instead."
+        )
 
 
 async def _refuse_pop(client: AdminClient, group: str, proxies: list[str]) -> None:

@@ -217,14 +217,23 @@ def _duplicate_client_ids(progress: GroupProgress) -> list[Diagnostic]:
     return found
 
 
+def _group_queues(progress: GroupProgress) -> list:
+    """The group's queues of its subscribed topics: committed or not, retry topics apart."""
+    return sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+
+
+def _listed(queues: list) -> str:
+    return ", ".join(str(mq) for mq in queues[:6]) + (" ..." if len(queues) > 6 else "")
+
+
 def _unheld_queues(progress: GroupProgress) -> list[Diagnostic]:
     topics = set(progress.topics) | {mq.topic for mq in progress.uncommitted}
     held = {mq for info in progress.running_info.values() for mq, q in info.mq_table.items() if not q.dropped}
-    queues = sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+    queues = _group_queues(progress)
     unheld = [mq for mq in queues if mq not in held and mq.topic in topics]
     if not unheld or not progress.running_info:
         return []
-    labels = ", ".join(str(mq) for mq in unheld[:6]) + (" ..." if len(unheld) > 6 else "")
+    labels = _listed(unheld)
     return [
         Diagnostic(
             "unheld-queues",
@@ -248,14 +257,14 @@ def _unpopped_queues(progress: GroupProgress) -> list[Diagnostic]:
         for mq, q in info.pop_table.items()
         if not q.dropped and q.last_pop_ms >= since_ms
     }
-    queues = sorted({q.queue for q in progress.main_queues} | set(progress.uncommitted))
+    queues = _group_queues(progress)
     silent = [
         mq for mq in queues
         if (mq.topic, mq.broker_name, mq.queue_id) not in popped and (mq.topic, mq.broker_name, -1) not in popped
     ]  # fmt: skip
     if not silent:
         return []
-    labels = ", ".join(str(mq) for mq in silent[:6]) + (" ..." if len(silent) > 6 else "")
+    labels = _listed(silent)
     return [
         Diagnostic(
             "unpopped-queues",

@@ -132,14 +132,7 @@ async def _pop_checks(
             pass  # an old broker or an ACL: POP is then told by the clients and retry topics
     if not pop:
         return False, None, [], []
-    fifo = None
-    for address in masters.values():
-        try:
-            config = (await client.topology.subscription_groups(address)).get(group)
-        except RocketMQError:
-            continue
-        fifo = bool(config and config.consume_message_orderly)
-        break
+    fifo = await client.topology.consumes_orderly(group, masters.values())
     versions = {}
     for name in sorted(brokers):
         try:

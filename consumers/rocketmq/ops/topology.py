@@ -160,6 +160,17 @@ class Topology(Operations):
 
         return parse_body(response, build, what="subscription groups", address=broker_addr)
 
+    async def consumes_orderly(self, group: str, broker_addrs) -> bool | None:
+        """Whether the group's subscription config says consumeMessageOrderly (FIFO for POP
+        consumers), from the first of `broker_addrs` that answers; None: none answered."""
+        for address in broker_addrs:
+            try:
+                config = (await self.subscription_groups(address)).get(group)
+            except RocketMQError:
+                continue
+            return bool(config and config.consume_message_orderly)
+        return None
+
     async def pop_modes(self, broker_addr: str) -> dict[str, set[str]]:
         """Group -> the topics it consumes with POP on this broker (set with mqadmin
         setConsumeMode: remoting clients then pop instead of holding queues)."""
