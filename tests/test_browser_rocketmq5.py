@@ -55,3 +55,32 @@ def test_a_grpc_groups_page_and_the_groups_list_show_how_it_consumes(
     assert page.locator(f'tr.proxy[data-proxy="{proxy.remoting_address}"][data-state="ok"]').count() == 1
     assert page.evaluate("window.__csp || []") == []
     consumer.stop()
+
+
+def test_a_remoting_pop_fifo_groups_page_shows_its_pops_and_badge_and_no_held_queue_warning(
+    page, live_server, browser, redis, history_dir, namesrv, mqadmin, traffic, names, personas, settings
+):
+    settings.DEBUG = True
+    topic, group = names.topic("rpop-ui"), names.group("rpop-ui")
+    mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", "true")
+    mqadmin.run("setConsumeMode", "-c", "DefaultCluster", "-t", topic, "-g", group, "-m", "POP", "-q", "8")
+    consumer = traffic.consume(group, topic, pop=True)
+    traffic.produce(topic, 10)
+    consumer.wait_acked(10, 90)
+    cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    in_thread(poll_cluster, cluster)
+    log_in(page, live_server.url, "viewer", f"/groups/?q={group}")
+    row = page.locator(f'tr[data-group="{group}"]')
+    assert row.locator("td.consumption").inner_text().startswith("POP (remoting)")
+    assert row.locator("td.consumption .badge.fifo").inner_text() == "FIFO"
+    row.locator("a").first.click()
+    page.wait_for_url(f"**/groups/local/{group}/")
+    assert page.locator("#consumption").inner_text() == "POP (remoting)" and page.locator("#fifo").is_visible()
+    pops = page.locator("#pops tbody tr")
+    assert pops.count() >= 1 and consumer.client_id in pops.first.inner_text()
+    kinds = page.locator(".diagnostics li").evaluate_all("items => items.map(i => i.dataset.kind)")
+    assert "assigned-by-broker" in kinds and "pop-drops-failures" in kinds and "unheld-queues" not in kinds
+    assert "nobody has popped" in page.locator("#lag-seconds-measures").inner_text()
+    assert page.evaluate("window.__csp || []") == []
+    consumer.stop()
