@@ -98,21 +98,61 @@ def silent_since(job) -> dt.datetime | None:
     return None
 
 
-# what requeue_silent looks after: (model, running state, extra filter, how to queue one job's run)
-_RUNNERS: list[tuple[type, str, dict, Callable[[int], object]]] = []
+@dataclass(frozen=True)
+class _Runner:
+    model: type
+    running: str
+    only: dict
+    requeue: Callable[[int], object]
+    # for a job that starts over when taken over (no checkpoint): its task's hard time limit,
+    # and how to end it failed with a message under the token of the take-over
+    hard_limit: Callable[[], float] | None
+    give_up: Callable[[int, str, str], object] | None
 
 
-def register(model, *, running: str, requeue: Callable[[int], object], only: dict | None = None) -> None:
-    _RUNNERS.append((model, running, only or {}, requeue))
+# what requeue_silent looks after
+_RUNNERS: list[_Runner] = []
+
+
+def register(
+    model,
+    *,
+    running: str,
+    requeue: Callable[[int], object],
+    only: dict | None = None,
+    hard_limit: Callable[[], float] | None = None,
+    give_up: Callable[[int, str, str], object] | None = None,
+) -> None:
+    """`hard_limit` and `give_up` are for jobs that start over when taken over (statistics runs,
+    report builds): one silent since longer than its task may live was killed at that limit,
+    and starting it again would be cut off at the same point, so it is ended failed, saying so.
+    Jobs with checkpoints (resets, redrives) leave them out: a take-over continues them."""
+    _RUNNERS.append(_Runner(model, running, only or {}, requeue, hard_limit, give_up))
 
 
 def requeue_silent() -> list[tuple[str, int]]:
-    """Queue a run of every running job whose worker went silent; its claim takes it over."""
+    """Queue a run of every running job whose worker went silent (its claim takes it over), or
+    end it when it was killed at its time limit and would only start over (see register)."""
     queued = []
-    for model, running, only, requeue in _RUNNERS:
-        silent = model.objects.filter(state=running, heartbeat_at__lt=stale_before(), **only)
-        for pk in silent.values_list("pk", flat=True):
-            log.warning("%s #%s: its worker is silent; queued again to be taken over", model.__name__, pk)
-            requeue(pk)
-            queued.append((model.__name__, pk))
+    for runner in _RUNNERS:
+        silent = runner.model.objects.filter(state=runner.running, heartbeat_at__lt=stale_before(), **runner.only)
+        for pk, started in silent.values_list("pk", "started_at"):
+            name = runner.model.__name__
+            limit = runner.hard_limit() if runner.hard_limit else None
+            if limit is not None and started is not None and started < timezone.now() - dt.timedelta(seconds=limit):
+                token = take_over(runner.model, pk, running=runner.running)
+                if token is not None:
+                    log.warning("%s #%s: killed at its time limit; ended, not started again", name, pk)
+                    runner.give_up(pk, token, time_limit_message(limit))
+                continue
+            log.warning("%s #%s: its worker is silent; queued again to be taken over", name, pk)
+            runner.requeue(pk)
+            queued.append((name, pk))
     return queued
+
+
+def time_limit_message(limit: float) -> str:
+    return (
+        f"stopped: its worker was killed at the task's time limit ({limit:.0f} s) and the run starts over when "
+        "taken over, so it was not started again; raise the limit or give it less to do"
+    )

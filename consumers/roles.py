@@ -140,6 +140,7 @@ ACCESS: dict[str, Rule] = {
     "dlq-redrive": Rule(get=None, post=REQUEST),
     "dlq-make-readable": Rule(get=None, post=REQUEST),
     "dlq-job": Rule(),
+    "dlq-job-came-back": Rule(),
     "dlq-job-action": Rule(get=None, post=REQUEST),
     "stats": Rule(),
     "stats-jobs": Rule(),

@@ -35,6 +35,7 @@ urlpatterns = [
     path("audit/", changes.audit_log, name="audit-log"),
     path("dlq/", dlq.overview, name="dlq-overview"),
     path("dlq/jobs/<int:pk>/", dlq.job_page, name="dlq-job"),
+    path("dlq/jobs/<int:pk>/came-back/", dlq.job_came_back, name="dlq-job-came-back"),
     path("dlq/jobs/<int:pk>/<slug:action>/", dlq.job_action, name="dlq-job-action"),
     path("dlq/<slug:cluster>/<str:group>/", dlq.group_dlq, name="dlq-group"),
     path("dlq/<slug:cluster>/<str:group>/redrive/", dlq.start_redrive, name="dlq-redrive"),

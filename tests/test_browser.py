@@ -294,6 +294,12 @@ def test_an_operator_browses_a_dlq_and_watches_a_redrive(
     page.wait_for_selector("#job-state")
     job = RedriveJob.objects.get(group=group)
     assert queued == [job.pk] and page.locator("#job-total").inner_text() == "40"
+    page.click("#pause")  # the job's own controls, before a worker took it
+    page.wait_for_selector("#resume")
+    assert page.locator("#job-state").inner_text() == "paused"
+    page.click("#resume")
+    page.wait_for_selector("#pause")
+    assert page.locator("#job-state").inner_text() == "queued" and queued == [job.pk, job.pk]
     worker = threading.Thread(target=in_thread, args=(redrive_run, job.pk))
     worker.start()
     seen = set()
@@ -305,6 +311,9 @@ def test_an_operator_browses_a_dlq_and_watches_a_redrive(
     worker.join()
     assert page.locator("#job-state").inner_text() == "done" and page.locator("#job-moved").inner_text() == "40"
     assert len(seen) >= 2  # the page showed the count moving, not only the end
+    # sent into the DLQ itself, each copy is a dead letter that "came back": counted after the page loads
+    page.wait_for_selector("#came-back-count:not(:has-text('counting'))")
+    assert page.locator("#came-back-count").inner_text() == "40 came back"
     if os.environ.get("SCREENSHOT_DIR"):
         page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"]) / "redrive-job.png"), full_page=True)
     assert page.evaluate("window.__csp || []") == []
@@ -314,3 +323,70 @@ def redrive_run(pk: int):
     from consumers.dlq.runner import run_job
 
     return run_job(pk)
+
+
+def test_the_other_main_actions_with_debug_on(browser, page, live_server, polled, personas, settled, monkeypatch):
+    """Every main action not clicked above, through its own button, DEBUG on: a token created
+    (shown once) and revoked, a statistics run queued, a reset request refreshed by its
+    requester and rejected by an approver. Each lands on a page of the console, never an error."""
+    import datetime as dt
+
+    from consumers.changes.models import ChangeRequest
+    from consumers.core import Actor
+    from consumers.resets.services import request_reset
+    from consumers.stats import views as stats_views
+    from consumers.stats.models import StatsRun
+
+    queued = []
+    monkeypatch.setattr(stats_views.run_statistics, "delay", queued.append)  # the test plays the worker
+    errors = watch_errors(page)
+    log_in(page, live_server.url, "operator", "/account/tokens/")
+
+    page.fill("#id_name", "nightly lag export")
+    page.click("#token-form button[type=submit]")
+    page.wait_for_selector("#new-token")
+    secret = page.locator("#new-token code").inner_text()
+    assert len(secret) > 20 and page.locator("td", has_text="nightly lag export").count() == 1
+    page.click("form[action*='/revoke/'] button")
+    page.wait_for_selector("td:text('revoked')")
+    assert page.locator("#new-token").count() == 0  # shown once only
+
+    page.goto(live_server.url + "/stats/")
+    yesterday = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+    page.fill("#id_first", yesterday)
+    page.fill("#id_last", yesterday)
+    page.click("form[action$='/stats/run/'] button[type=submit], form[action*='stats'] button:text('Run')")
+    page.wait_for_url("**/stats/jobs/")
+    run = StatsRun.objects.get()
+    assert queued == [run.pk] and page.locator(f"#runs tr[data-run='{run.pk}']").count() == 1
+
+    params = {"strategy": "latest"}
+    request = in_thread(
+        lambda: request_reset(
+            actor=Actor(personas["operator"]),
+            cluster=polled,
+            group=settled.lagging.group,
+            params=params,
+            reason="skip the pile",
+        )
+    )
+    page.goto(f"{live_server.url}/changes/{request.pk}/")
+    page.click("#refresh")
+    page.wait_for_selector("#change-state")
+    assert page.locator("#change-state").inner_text() == "pending"
+    assert request.events.filter(action="refresh-preview").count() == 1
+
+    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    approver_errors = watch_errors(approver)
+    log_in(approver, live_server.url, "approver", f"/changes/{request.pk}/")
+    approver.fill("input[name=reason][placeholder^='why reject']", "not during the sale")
+    approver.click("#reject")
+    approver.wait_for_selector("#change-state:text('rejected')")
+    assert ChangeRequest.objects.get(pk=request.pk).state == "rejected"
+    approver.evaluate("window.__sameDocument = 42")
+    still_the_page(approver)
+    page.evaluate("window.__sameDocument = 42")
+    still_the_page(page)
+    assert errors == [] and approver_errors == []
+    assert page.evaluate("window.__csp || []") == [] and approver.evaluate("window.__csp || []") == []
+    approver.context.close()

@@ -75,6 +75,42 @@ def test_housekeeping_queues_every_silent_job_again(jobs, settings, monkeypatch)
     assert sorted(queued) == sorted(expected)
 
 
+def test_a_job_killed_at_its_hard_limit_is_ended_if_it_starts_over_and_resumed_if_it_has_checkpoints(
+    jobs, settings, monkeypatch
+):
+    """Prefork kills a task at its hard time limit. A statistics run or a report build would
+    start over when taken over and be killed at the same point again, forever: it is ended,
+    failed, saying so. A redrive or a reset continues from its checkpoint: it is queued again."""
+    import consumers.reports.tasks as report_tasks
+    import consumers.stats.tasks as stats_tasks
+    from consumers.dlq import tasks as dlq_tasks
+
+    queued = []
+    for module, name in ((dlq_tasks, "run_redrive"), (stats_tasks, "run_statistics"),
+                         (report_tasks, "build_report"), (change_tasks, "execute_change")):  # fmt: skip
+        monkeypatch.setattr(getattr(module, name), "delay", lambda pk, name=name: queued.append((name, pk)))
+    for kind, job in jobs.items():
+        claims.claim(type(job), job.pk, ready={READY[kind]}, running="running")
+        limit = {
+            "statistics": stats_tasks.run_statistics.time_limit,
+            "report": report_tasks.build_report.time_limit,
+            "redrive": dlq_tasks.run_redrive.time_limit,
+            "reset": settings.CHANGE_RUN_TIME_LIMIT,
+        }[kind]
+        started = timezone.now() - dt.timedelta(seconds=limit + 60)  # it has lived longer than its task may
+        type(job).objects.filter(pk=job.pk).update(started_at=started, heartbeat_at=started)
+    change_tasks.housekeeping.run()
+    assert sorted(queued) == sorted([("run_redrive", jobs["redrive"].pk), ("execute_change", jobs["reset"].pk)])
+    run, report = StatsRun.objects.get(pk=jobs["statistics"].pk), Report.objects.get(pk=jobs["report"].pk)
+    for ended, limit in ((run, stats_tasks.run_statistics.time_limit), (report, report_tasks.build_report.time_limit)):
+        assert ended.state == "failed" and ended.finished_at is not None
+        why = ended.error_tail if isinstance(ended, StatsRun) else ended.error
+        assert f"killed at the task's time limit ({limit:.0f} s)" in why and "not started again" in why
+    assert not run.claimed_days.exists()  # its days are free for the next run
+    change_tasks.housekeeping.run()
+    assert len(queued) == 4  # the ended ones are not looked at again
+
+
 @pytest.mark.django_db(transaction=True)  # the beating thread has a connection of its own
 def test_a_long_step_keeps_beating(jobs, settings):
     job = jobs["report"]

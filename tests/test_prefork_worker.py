@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -45,9 +46,9 @@ print(job.pk, job.change_request_id)
 """
 
 
-def test_a_prefork_worker_finishes_an_approved_redrive_longer_than_the_global_limit(
-    tmp_path: Path, mqadmin, namesrv, names, create_topic, redis_server
-):
+def approved_redrive_under_prefork(tmp_path: Path, mqadmin, namesrv, names, create_topic, redis_server, **limits):
+    """Plan and approve a redrive of TOTAL messages at RATE, let a prefork worker run it with
+    `limits` in its environment; (job state, request state, seconds, worker log, target topic)."""
     group, target = names.group("prefork"), create_topic(names.topic("prefork-target"))
     fill_dlq(mqadmin, namesrv, group, TOTAL)
     database = tmp_path / "prefork.sqlite3"
@@ -60,9 +61,7 @@ def test_a_prefork_worker_finishes_an_approved_redrive_longer_than_the_global_li
         "REDIS_URL": broker,
         "DEBUG": "true",
         "REDRIVE_APPROVAL_THRESHOLD": "10",  # 200 messages need an approver
-        "CELERY_TASK_SOFT_TIME_LIMIT": "3",
-        "CELERY_TASK_TIME_LIMIT": "4",
-        "CHANGE_RUN_TIME_LIMIT": "3",
+        **{name: str(value) for name, value in limits.items()},
     }
     (tmp_path / "var").mkdir()
     worker = subprocess.Popen(
@@ -91,9 +90,35 @@ def test_a_prefork_worker_finishes_an_approved_redrive_longer_than_the_global_li
     finally:
         worker.terminate()
         worker.wait(30)
-    log = (tmp_path / "worker.log").read_text()
+    return (*states(), elapsed, (tmp_path / "worker.log").read_text(), target)
+
+
+def test_a_prefork_worker_finishes_an_approved_redrive_longer_than_the_global_limit(
+    tmp_path: Path, mqadmin, namesrv, names, create_topic, redis_server
+):
+    global_limits = {"CELERY_TASK_SOFT_TIME_LIMIT": 3, "CELERY_TASK_TIME_LIMIT": 4, "CHANGE_RUN_TIME_LIMIT": 3}
+    job, request, elapsed, log, target = approved_redrive_under_prefork(
+        tmp_path, mqadmin, namesrv, names, create_topic, redis_server, **global_limits
+    )
     assert "[prefork]" in log or "prefork" in log  # the pool it ran under, as the banner says
-    assert states() == ("done", "done"), log[-3000:]
+    assert (job, request) == ("done", "done"), log[-3000:]
     assert elapsed > 5, elapsed  # longer than the worker's global hard limit of 4 s
     assert "TimeLimitExceeded" not in log and "SoftTimeLimitExceeded" not in log
     assert len(target_messages(namesrv, target)) == TOTAL
+
+
+def test_a_redrive_longer_than_its_own_limit_is_handed_on_at_the_soft_limit_and_finishes_exactly_once(
+    tmp_path: Path, mqadmin, namesrv, names, create_topic, redis_server
+):
+    """REDRIVE_TIME_LIMIT of 3 s for about 8 s of sends: each task stops at its soft limit and
+    queues the job again from its checkpoint; none is killed at the hard limit mid-window."""
+    job, request, elapsed, log, target = approved_redrive_under_prefork(
+        tmp_path, mqadmin, namesrv, names, create_topic, redis_server, REDRIVE_TIME_LIMIT=3
+    )
+    assert (job, request) == ("done", "done"), log[-3000:]
+    tasks = log.count("Task consumers.dlq.tasks.run_redrive[")  # one "received" line per task
+    print(f"\n{elapsed:.1f} s for {TOTAL} messages at {RATE} msg/s with a 3 s task limit: {tasks} tasks")
+    assert tasks >= 3 and log.count("SoftTimeLimitExceeded") == 0  # handled by the runner, not raised out
+    assert elapsed > 6 and "Hard time limit" not in log and "TimeLimitExceeded(" not in log
+    sources = Counter(m.properties["REDRIVE_SOURCE"] for m in target_messages(namesrv, target))
+    assert len(sources) == TOTAL and set(sources.values()) == {1}  # none lost, none sent twice

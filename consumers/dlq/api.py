@@ -7,7 +7,7 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from ..access import api_view, json_error, remote_addr
-from ..apischema import JAVA_LONG_MAX, Choice, Int, List, Obj, Str
+from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Obj, Str
 from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
@@ -26,6 +26,7 @@ SELECTION = Obj({
 REDRIVE = Obj({
     "target": Choice(tuple(RedriveJob.Target.values)), "target_topic": Str(),
     "rate": Int(1, settings.REDRIVE_MAX_RATE), "reason": Str(max_length=2000), "selection": SELECTION,
+    "accept_unreadable": Bool(),
 }, required=("target",))  # fmt: skip
 
 
@@ -35,6 +36,7 @@ def job_json(job: RedriveJob, user) -> dict:
         "state": job.state, "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
         "selection": hide_bodies(user, job.selection), "checkpoints": job.checkpoints, "failures": job.failures,
         "change_request": job.change_request_id,
+        "recovered": job.recovered, "untouched": job.untouched,
     }  # fmt: skip
 
 
@@ -67,7 +69,7 @@ def start(request, cluster: str, group: str):
             actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
             selection=Selection.from_wire(body.get("selection", {})), target=body["target"],
             target_topic=body.get("target_topic", ""), rate=body.get("rate", settings.REDRIVE_DEFAULT_RATE),
-            reason=body.get("reason", ""),
+            reason=body.get("reason", ""), accept_unreadable=body.get("accept_unreadable", False),
         )  # fmt: skip
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))

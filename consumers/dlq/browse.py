@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..rocketmq import AdminClient, NoPermission, TopicNotFound
+from ..rocketmq import AdminClient, NoPermission, RocketMQError, TopicNotFound
 from ..rocketmq.codes import dlq_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import MessageQueue
@@ -41,8 +41,10 @@ class DlqQueue:
         return self.max - self.min
 
 
-async def dlq_queues(client: AdminClient, group: str) -> list[DlqQueue]:
-    """The DLQ's queues with their bounds; [] when the group never dead-lettered anything."""
+async def dlq_queues(client: AdminClient, group: str, *, unreadable: dict | None = None) -> list[DlqQueue]:
+    """The DLQ's queues with their bounds; [] when the group never dead-lettered anything.
+    With `unreadable` given, a broker that does not answer is put there ({broker: why})
+    instead of failing the whole read."""
     topic = dlq_topic(group)
     try:
         route = await client.topology.topic_route(topic, max_age=0)
@@ -52,7 +54,13 @@ async def dlq_queues(client: AdminClient, group: str) -> list[DlqQueue]:
     readable = {q.broker_name: Perm.readable(q.perm) for q in route.queue_datas}
     queues = []
     for broker, address in sorted(masters.items()):
-        stats = await client.progress.topic_stats(topic, address)
+        try:
+            stats = await client.progress.topic_stats(topic, address)
+        except RocketMQError as exc:
+            if unreadable is None:
+                raise
+            unreadable[broker] = f"{type(exc).__name__}: {exc}"
+            continue
         for mq, bound in sorted(stats.offsets.items()):
             queues.append(
                 DlqQueue(broker, mq.queue_id, bound.min_offset, bound.max_offset, readable.get(broker, False))
@@ -238,6 +246,29 @@ async def scan(
                 if selection.matches(m):
                     yield q, m
             offset = stop
+
+
+@dataclass(frozen=True)
+class CameBack:
+    count: int  # dead letters found that are copies sent by the job
+    scanned: int  # dead letters read to find them
+    unscanned: int  # newer dead letters not read (over the limit): the count is then "at least"
+
+
+async def count_came_back(client: AdminClient, group: str, job: int, since: dict[str, int], limit: int) -> CameBack:
+    """How many copies a redrive job sent came back into the DLQ. They can only arrive after
+    the job was planned, so each queue is read from the job's end of selection (`since`, per
+    source) on, oldest first, up to `limit` dead letters in all."""
+    count = scanned = unscanned = 0
+    for q in await dlq_queues(client, group):
+        start = max(q.min, since.get(q.source, q.min))
+        end = min(q.max, start + max(0, limit - scanned))
+        unscanned += q.max - end
+        scanned += max(0, end - start)
+        if end > start:
+            window = DlqQueue(q.broker, q.queue_id, start, end, q.readable)
+            count += sum([1 async for _ in scan(client, group, Selection(job=job), [window])])
+    return CameBack(count, scanned, unscanned)
 
 
 class MessageNotFound(LookupError):

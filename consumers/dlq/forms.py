@@ -86,6 +86,10 @@ class RedriveForm(forms.Form):
     reason = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
     ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                           help_text="optional: only these message ids (one per line)")  # fmt: skip
+    accept_unreadable = forms.BooleanField(
+        required=False, label="Readable brokers only",
+        help_text="if a broker holding the DLQ cannot be read, redrive what the others hold and leave its dead letters",
+    )  # fmt: skip
 
     def clean_rate(self) -> int:
         rate = self.cleaned_data["rate"]

@@ -20,6 +20,7 @@ from .models import RedriveJob
 # a job's final state -> its request's (partial: some messages moved before it ended)
 _REQUEST_STATE = {
     RedriveJob.State.DONE: (State.DONE, State.DONE),
+    RedriveJob.State.PARTIAL: (State.PARTIAL, State.PARTIAL),
     RedriveJob.State.FAILED: (State.FAILED, State.PARTIAL),
     RedriveJob.State.CANCELLED: (State.CANCELLED, State.PARTIAL),
 }
@@ -40,6 +41,10 @@ def job_ended(job: RedriveJob) -> None:
         return
     details = {"job": job.pk, "job_state": job.state, "moved": job.moved, "failed": job.failed}
     result = {"job": job.pk, "moved": job.moved, "failed": job.failed}
+    if job.recovered:
+        result["recovered"] = job.recovered  # of the moved: found on the target after a worker died
+    if job.untouched:
+        result["untouched"] = job.untouched  # named on the request's page as "left as they were"
     # pending too: a job cancelled while it waited for an approver takes its request with it
     expected = {State.PENDING, State.APPROVED, State.RUNNING}
     workflow.transition(job.change_request, expected, to, actor=SYSTEM, action="result", details=details,

@@ -20,6 +20,7 @@ class RedriveJob(models.Model):
         PAUSED = "paused"
         CANCELLED = "cancelled"
         DONE = "done"
+        PARTIAL = "partial"  # every readable source sent; brokers unreadable at planning left out (`untouched`)
         FAILED = "failed"
         REJECTED = "rejected"
 
@@ -42,6 +43,10 @@ class RedriveJob(models.Model):
     moved = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     failures = models.JSONField(default=list)  # the latest failures, with reasons
+    # sent before a worker died, found on the target by a take-over and recorded, not sent again
+    recovered = models.PositiveIntegerField(default=0)
+    # DLQ brokers unreadable when planned, left out with the requester's or approver's consent
+    untouched = models.JSONField(default=list)
     change_request = models.OneToOneField(
         "consumers.ChangeRequest", on_delete=models.PROTECT, null=True, blank=True, related_name="redrive_job"
     )

@@ -44,8 +44,14 @@ def plan_redrive(
     target_topic: str = "",
     rate: int,
     reason: str = "",
+    accept_unreadable: bool = False,
 ) -> RedriveJob:
-    """Check, count and create a job: queued, or waiting for an approver when it is large."""
+    """Check, count and create a job: queued, or waiting for an approver when it is large.
+
+    A DLQ broker that cannot be read (failing, or a known broker missing from the name server)
+    is never silently left out: the plan names it, and a small job starts only when the
+    requester accepts that its dead letters stay where they are (`accept_unreadable`); a large
+    one needs the approver's same choice (workflow.approve). The job then ends partial."""
     require_role(actor, REQUEST, "redriving", "operator")
     require_writable(cluster)
     if not 1 <= rate <= settings.REDRIVE_MAX_RATE:
@@ -59,9 +65,18 @@ def plan_redrive(
     counted = run_on_cluster(
         cluster, lambda c: _count(c, group, selection, target, target_topic.strip(), cluster.proxy_list)
     )
+    unreadable = _unreadable(cluster, counted)
     if counted["total"] == 0:
-        raise ChangeRefused("no message in the DLQ matches the selection")
+        gaps = f" on the brokers read ({_named(unreadable)} could not be)" if unreadable else ""
+        raise ChangeRefused(f"no message in the DLQ matches the selection{gaps}")
     large = counted["total"] > settings.REDRIVE_APPROVAL_THRESHOLD
+    if unreadable and not large and not accept_unreadable:
+        raise ChangeRefused(
+            f"the DLQ could not be read on {_named(unreadable)}: its dead letters there would not be part of "
+            "this job. Redrive with 'the readable brokers only' (accept_unreadable) to go ahead, or wait until "
+            "it is back",
+            409,
+        )
     if large and not (reason or "").strip():
         raise ChangeRefused(
             f"{counted['total']} messages is more than {settings.REDRIVE_APPROVAL_THRESHOLD}: "
@@ -79,29 +94,49 @@ def plan_redrive(
             total=counted["total"],
             bounds=counted["bounds"],
             checkpoints={source: {"next": start} for source, start in counted["starts"].items()},
+            untouched=unreadable,
             created_by=actor.user,
         )
         details = {"job": job.pk, "total": job.total, "target": job.target_description, "rate": rate,
-                   "selection": selection.to_wire()}  # fmt: skip
+                   "selection": selection.to_wire(), "left_unreadable": [u["broker"] for u in unreadable]}  # fmt: skip
         audit.record("redrive-plan", username=actor.username, remote_addr=actor.remote_addr, cluster=cluster.name,
                      group=group, details=details)  # fmt: skip
         if large:
             job.change_request = workflow.submit(
                 actor=actor, cluster=cluster, group=group, kind=ChangeRequest.Kind.REDRIVE,
                 params={"job": job.pk, "selection": selection.to_wire(), "target": job.target_description,
-                        "rate": rate}, plan={"rows": [], "totals": {}, "job": job.pk, "total": job.total},
+                        "rate": rate}, plan={"rows": [], "totals": {}, "job": job.pk, "total": job.total,
+                                             "unreadable": unreadable},
                 reason=reason,
             )  # fmt: skip
             job.save(update_fields=["change_request"])
     return job
 
 
+def _unreadable(cluster: Cluster, counted: dict) -> list[dict]:
+    """DLQ brokers the count could not read, and known brokers the name server no longer lists
+    (whether they hold dead letters of this group is unknown, so they are named too)."""
+    from ..models import KnownBroker
+
+    found = [{"broker": b, "reason": why, "since": None} for b, why in sorted(counted["unreadable"].items())]
+    for known in KnownBroker.objects.filter(cluster=cluster).exclude(name__in=counted["listed"]).order_by("name"):
+        since = known.missing_since.isoformat() if known.missing_since else None
+        found.append({"broker": known.name, "reason": "missing from the name server", "since": since})
+    return found
+
+
+def _named(unreadable: list[dict]) -> str:
+    return ", ".join(f"{u['broker']} ({u['reason']})" for u in unreadable)
+
+
 async def _count(
     client: AdminClient, group: str, selection: Selection, target: str, target_topic: str, proxies: list[str] = ()
 ) -> dict:
-    queues = await dlq_queues(client, group)
-    if not queues:
-        raise ChangeRefused(f"group {group} has no dead-letter queue")
+    unreadable: dict[str, str] = {}
+    queues = await dlq_queues(client, group, unreadable=unreadable)
+    listed = set((await client.topology.cluster_info()).masters())
+    if not queues and not unreadable:
+        raise ChangeRefused(f"group {group} has no dead-letter queue on the brokers listed by the name server")
     try:
         if target == RedriveJob.Target.TOPIC:
             await check_writable(client, target_topic)
@@ -116,6 +151,8 @@ async def _count(
         "total": total,
         "bounds": {q.source: q.max for q in queues},
         "starts": {q.source: q.min for q in queues},
+        "unreadable": unreadable,
+        "listed": sorted(listed),
     }
 
 

@@ -10,7 +10,7 @@ from ..live import selectors as live
 from ..live.config import history_store
 from ..models import Cluster
 from ..rocketmq import AdminClient
-from .browse import DlqQueue, Page, Selection, dlq_queues, read_at, read_message, read_page
+from .browse import CameBack, DlqQueue, Page, Selection, count_came_back, dlq_queues, read_at, read_message, read_page
 from .models import RedriveJob, RedrivenMessage
 
 
@@ -109,3 +109,14 @@ def job(pk: int) -> RedriveJob | None:
 
 def jobs_of(cluster: Cluster, group: str) -> list[RedriveJob]:
     return list(RedriveJob.objects.filter(cluster=cluster, group=group).select_related("created_by")[:20])
+
+
+CAME_BACK_SCAN_LIMIT = 20_000  # dead letters read per look: a few seconds on a local broker
+
+
+def came_back(found: RedriveJob) -> CameBack:
+    """The job's copies that failed again and are back in the DLQ (read from the broker)."""
+    return run_on_cluster(
+        found.cluster,
+        lambda c: count_came_back(c, found.group, found.pk, found.bounds, CAME_BACK_SCAN_LIMIT),
+    )

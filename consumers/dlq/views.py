@@ -167,6 +167,7 @@ def start_redrive(request, cluster: str, group: str):
             actor=Actor(request.user, remote_addr(request)), cluster=cluster, group=group,
             selection=filters.selection(ids=data["ids"].splitlines()), target=data["target"],
             target_topic=data["target_topic"], rate=data["rate"], reason=data["reason"],
+            accept_unreadable=data["accept_unreadable"],
         )  # fmt: skip
     except ChangeRefused as exc:
         return bad_request(request, str(exc)) if exc.status == 400 else _refused(request, exc)
@@ -191,6 +192,19 @@ def job_page(request, pk: int):
                "selection": Selection.from_wire(hide_bodies(request.user, found.selection)).describe(),
                "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)
+
+
+@console_page
+def job_came_back(request, pk: int):
+    """The job page's count of copies back in the DLQ: loaded after the page, as it reads the broker."""
+    found = selectors.job(pk)
+    if found is None:
+        raise Http404(f"No redrive job #{pk}")
+    try:
+        counted, error = selectors.came_back(found), None
+    except RocketMQError as exc:
+        counted, error = None, f"{type(exc).__name__}: {exc}"
+    return render(request, "dlq/_came_back.html", {"job": found, "counted": counted, "error": error})
 
 
 @console_action

@@ -156,6 +156,13 @@ def _build(report: Report, token: str) -> Report:
     return Report.objects.get(pk=report.pk)
 
 
+def give_up(report_id: int, token: str, why: str) -> None:
+    """End a build killed at its time limit (claims.requeue_silent): failed, with why."""
+    Report.objects.filter(pk=report_id, run_token=token).update(
+        state=Report.State.FAILED, error=why, stage="failed", finished_at=timezone.now()
+    )
+
+
 def download_path(report: Report, fmt: str, *, username: str, remote_addr: str = "") -> Path:
     """The file to send, after recording the download in the audit log."""
     name = report.files.get(fmt)

@@ -32,5 +32,13 @@ def expire_reports() -> int:
     return expire()
 
 
+def _give_up(report_id: int, token: str, why: str) -> None:
+    from .services import give_up
+
+    give_up(report_id, token, why)
+
+
 # a run whose worker went silent is taken over by the next build_report (consumers/claims.py)
-claims.register(Report, running=Report.State.RUNNING, requeue=lambda pk: build_report.delay(pk))
+# (one killed at the task's hard limit would only start over and be killed again: it is ended)
+claims.register(Report, running=Report.State.RUNNING, requeue=lambda pk: build_report.delay(pk),
+                hard_limit=lambda: build_report.time_limit, give_up=_give_up)  # fmt: skip

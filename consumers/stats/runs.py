@@ -244,6 +244,11 @@ def load_summary(summary: dict) -> None:
         )
 
 
+def give_up(run_id: int, token: str, why: str) -> StatsRun:
+    """End a run killed at its time limit (claims.requeue_silent): failed, its days freed."""
+    return _finish(StatsRun.objects.get(pk=run_id), failed=why, token=token)
+
+
 def release_abandoned() -> list[int]:
     """Fail the runs whose worker died mid-run (still running past the time limit) and free
     their days, so the next night is not refused forever."""

@@ -42,5 +42,13 @@ def nightly_statistics() -> str:
     return f"queued run #{run.pk}"
 
 
+def _give_up(run_id: int, token: str, why: str) -> None:
+    from .runs import give_up
+
+    give_up(run_id, token, why)
+
+
 # a run whose worker went silent is taken over by the next run_statistics (consumers/claims.py)
-claims.register(StatsRun, running=StatsRun.State.RUNNING, requeue=lambda pk: run_statistics.delay(pk))
+# (one killed at the task's hard limit would only start over and be killed again: it is ended)
+claims.register(StatsRun, running=StatsRun.State.RUNNING, requeue=lambda pk: run_statistics.delay(pk),
+                hard_limit=lambda: run_statistics.time_limit, give_up=_give_up)  # fmt: skip

@@ -320,10 +320,11 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     with pytest.raises(KeyboardInterrupt):
         runner.run_job(job.pk)
     assert RedrivenMessage.objects.filter(job=job).count() == runner.WINDOW  # the second went out unrecorded
+    unrecorded = len(target_messages(namesrv, target)) - runner.WINDOW
     monkeypatch.setattr(runner, "record_sent", real)
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = runner.run_job(job.pk)
-    assert done.state == "done" and done.moved == 600
+    assert done.state == "done" and done.moved == 600 and done.recovered == unrecorded > 0  # found, not resent
     stored = target_messages(namesrv, target)
     sources = Counter(m.properties["REDRIVE_SOURCE"] for m in stored)
     assert len(stored) == 600 and set(sources.values()) == {1}  # none lost, none sent twice
@@ -397,7 +398,9 @@ def test_the_overview_lists_the_dlq_with_its_count_and_arrival_times(client, per
     assert len(shown) == 2 and time.time() - 300 < shown[0] <= shown[1] <= time.time()
 
 
-def test_dead_letters_that_come_back_after_a_redrive_keep_their_story(client, personas, cluster, dead, mqadmin):
+def test_dead_letters_that_come_back_after_a_redrive_keep_their_story(
+    client, personas, cluster, dead, mqadmin, monkeypatch
+):
     """Redriven back to a group that still fails: the copies return to the DLQ under new ids;
     each says which job it came back after and the id it had, and is found by either."""
     group, expected = dead["group"], dead["expected"]
@@ -415,3 +418,13 @@ def test_dead_letters_that_come_back_after_a_redrive_keep_their_story(client, pe
     assert sorted(r["came_back_after_job"] for r in found if r["came_back_after_job"]) == [job.pk] and len(found) == 2
     page = client.get(f"/dlq/local/{group}/?job={job.pk}").content.decode()
     assert page.count(f'came back after job <a href="/dlq/jobs/{job.pk}/">#{job.pk}</a>') == expected
+    # the job page counts them (read from the DLQ after its selection's end), loaded after the page
+    job_page = client.get(f"/dlq/jobs/{job.pk}/").content.decode()
+    assert f'hx-get="/dlq/jobs/{job.pk}/came-back/"' in job_page
+    counted = client.get(f"/dlq/jobs/{job.pk}/came-back/").content.decode()
+    assert f'<span id="came-back-count">{expected} came back</span>' in counted
+    monkeypatch.setattr(selectors, "CAME_BACK_SCAN_LIMIT", 1)  # a DLQ too large to read whole: a lower bound
+    counted = client.get(f"/dlq/jobs/{job.pk}/came-back/").content.decode()
+    assert re.search(
+        r"at least [01] came back \(read the first 1 dead letters since the job; \d+ newer not read\)", counted
+    )

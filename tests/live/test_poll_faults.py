@@ -7,6 +7,7 @@ import signal
 import time
 
 import pytest
+from django.utils.html import escape
 
 from consumers.live import snapshots
 from consumers.live.poll import poll_cluster
@@ -275,3 +276,90 @@ def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial
     approve(back, actor=approver)
     assert execute.execute_reset(back.pk).state == State.DONE
     assert read_offsets(small) == committed
+
+
+def fill_two_brokers(small, group: str, target: str, per_broker: dict[str, int]) -> None:
+    """%DLQ%<group> with one queue on each broker holding `per_broker` messages, and `target` on
+    broker-a only (so the job's sends never wait on the frozen broker)."""
+    from consumers.rocketmq.codes import dlq_topic
+    from consumers.rocketmq.models import TopicConfig
+
+    async def fill():
+        async with AdminClient(small.namesrv_addr) as client:
+            masters = (await client.topology.cluster_info()).masters()
+            await client.actions.create_or_update_topic(TopicConfig(dlq_topic(group), 1, 1), list(masters.values()))
+            await client.actions.create_or_update_topic(TopicConfig(target, 2, 2), [masters["broker-a"]])
+            for broker, count in per_broker.items():
+                queue = MessageQueue(dlq_topic(group), broker, 0)
+                for i in range(count):
+                    await client.actions.send_message(dlq_topic(group), f"{broker} {i}".encode(), queue=queue,
+                                                      properties={"RETRY_TOPIC": TOPIC})  # fmt: skip
+
+    run(fill())
+
+
+def stored_in(small, topic: str) -> dict[str, int]:
+    """Messages per broker of a topic, from mqadmin topicStatus (max - min offsets)."""
+    rows = parse_topic_status(small_mqadmin(small).run("topicStatus", "-t", topic).out)
+    found: dict[str, int] = {}
+    for row in rows:
+        found[row.broker] = found.get(row.broker, 0) + row.max_offset - row.min_offset
+    return found
+
+
+def test_a_redrive_while_a_dlq_broker_hangs_names_it_needs_the_choice_and_ends_partial(
+    cluster, redis, small, personas, settings, monkeypatch, django_capture_on_commit_callbacks, viewer_client
+):
+    from consumers.changes.models import State
+    from consumers.changes.tasks import execute_change
+    from consumers.changes.workflow import approve
+    from consumers.core import Actor, ChangeRefused
+    from consumers.dlq import redrive, runner
+    from consumers.dlq.browse import Selection
+    from consumers.rocketmq.codes import dlq_topic
+
+    group, target = "G-pf-dlq", "T-pf-redriven"
+    fill_two_brokers(small, group, target, {"broker-a": 30, "broker-b": 20})
+    assert stored_in(small, dlq_topic(group)) == {"broker-a": 30, "broker-b": 20}  # the oracle, before
+    assert poll_cluster(cluster).status == "ok"  # the console knows both brokers
+    operator, approver = Actor(personas["operator"], "10.0.0.1"), Actor(personas["approver"], "10.0.0.2")
+    monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)  # the test runs the job
+    small.brokers["broker-b"].process.signal(signal.SIGSTOP)
+    try:
+        plan = {"actor": operator, "cluster": cluster, "group": group, "selection": Selection(), "target": "topic",
+                "target_topic": target, "rate": 1000}  # fmt: skip
+        # a small job: the requester must make the choice, or nothing is planned
+        settings.REDRIVE_APPROVAL_THRESHOLD = 1000
+        with pytest.raises(ChangeRefused, match="could not be read on broker-b") as refused:
+            redrive.plan_redrive(**plan)
+        assert refused.value.status == 409 and not redrive.RedriveJob.objects.exists()
+        # a large one: the approver must make it
+        settings.REDRIVE_APPROVAL_THRESHOLD = 10
+        job = redrive.plan_redrive(**plan, reason="replay what broker-a holds")
+        assert job.total == 30 and set(job.bounds) == {"broker-a#0"}
+        assert (
+            [u["broker"] for u in job.untouched]
+            == ["broker-b"]
+            == [u["broker"] for u in job.change_request.plan["unreadable"]]
+        )
+        with pytest.raises(ChangeRefused, match="could not read broker-b"):
+            approve(job.change_request, actor=approver)
+        approve(job.change_request, actor=approver, accept_unreadable=True)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert execute_change.run(job.change_request.pk) == f"redrive #{job.pk} queued"
+        ended = runner.run_job(job.pk)
+    finally:
+        small.brokers["broker-b"].process.signal(signal.SIGCONT)
+    assert (ended.state, ended.moved, ended.failed) == ("partial", 30, 0)
+    request = ended.change_request
+    request.refresh_from_db()
+    assert request.state == State.PARTIAL and [u["broker"] for u in request.result["untouched"]] == ["broker-b"]
+    assert request.events.filter(action="approve").get().details["left_unreadable"] == ["broker-b"]
+    # on the brokers: broker-a's 30 were sent once; broker-b's 20 dead letters are where they were
+    assert stored_in(small, target) == {"broker-a": 30}
+    assert stored_in(small, dlq_topic(group)) == {"broker-a": 30, "broker-b": 20}
+    page = viewer_client.get(f"/dlq/jobs/{job.pk}/").content.decode()
+    assert 'id="job-state">partial<' in page and "Partial: the dead letters on 1 broker(s)" in page
+    assert f"<li>broker-b: {escape(ended.untouched[0]['reason'])}</li>" in page  # why, as the plan read it
+    change_page = viewer_client.get(f"/changes/{request.pk}/").content.decode()
+    assert 'id="untouched"' in change_page and "broker-b" in change_page
