@@ -35,3 +35,4 @@ bench:
 	.venv/bin/python -m bench.bench_reports
 	.venv/bin/python -m bench.bench_metrics
 	.venv/bin/python -m bench.bench_alerts
+	.venv/bin/python -m bench.bench_worker_limits

@@ -44,8 +44,9 @@ def groups(request):
     return JsonResponse(
         {
             "total": page.total,
-            "page": page.page,
+            "page": page.page or None,  # None when asked by cursor
             "pages": page.pages,
+            "next_cursor": form.encode_cursor(page.next_cursor),
             "groups": [{"cluster": r.cluster.name, "age_seconds": r.age, **r.summary} for r in page.rows],
         }
     )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+
 from django import forms
 
 from .health import SEVERITY
@@ -16,6 +20,24 @@ class GroupFilterForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=[(k, k) for k in SORT_KEYS])
     dir = forms.ChoiceField(required=False, choices=[("desc", "descending"), ("asc", "ascending")])
     page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    cursor = forms.CharField(required=False, max_length=2000, help_text="the API's next_cursor")
+    limit = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text="rows per page (API)")
+
+    def clean_cursor(self) -> dict | None:
+        """The API's opaque cursor back: a row's place in the order (see selectors.group_page)."""
+        text = self.cleaned_data["cursor"]
+        if not text:
+            return None
+        try:
+            place = json.loads(base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4)))
+        except (ValueError, binascii.Error):
+            raise forms.ValidationError("not a cursor this API gave") from None
+        valid = isinstance(place, dict) and set(place) == {"value", "group", "cluster", "sort", "dir"}
+        valid = valid and all(isinstance(place[k], str) for k in ("group", "cluster", "sort", "dir"))
+        valid = valid and (place["value"] is None or type(place["value"]) in (int, float, str))
+        if not valid:
+            raise forms.ValidationError("not a cursor this API gave")
+        return place
 
     def __init__(self, data, *, cluster_names: list[str]):
         super().__init__(data)
@@ -31,7 +53,13 @@ class GroupFilterForm(forms.Form):
             raise forms.ValidationError(
                 f"unknown parameter(s) {', '.join(unknown)}; valid parameters: {', '.join(self.fields)}"
             )
-        return super().clean()
+        data = super().clean()
+        place = data.get("cursor")
+        if place and (place["sort"], place["dir"]) != (data.get("sort") or "lag", data.get("dir") or "desc"):
+            raise forms.ValidationError("the cursor belongs to another sort order: keep sort and dir as they were")
+        if place and data.get("page"):
+            raise forms.ValidationError("give page or cursor, not both")
+        return data
 
     def selector_arguments(self) -> dict:
         data = self.cleaned_data
@@ -43,7 +71,16 @@ class GroupFilterForm(forms.Form):
             "sort": data["sort"] or "lag",
             "descending": (data["dir"] or "desc") == "desc",
             "page": data["page"] or 1,
+            "per_page": data["limit"] or 100,
+            "cursor": {k: data["cursor"][k] for k in ("value", "group", "cluster")} if data["cursor"] else None,
         }
+
+    def encode_cursor(self, place: dict | None) -> str | None:
+        """A page's next_cursor for the API (opaque: base64 of JSON, with the order it belongs to)."""
+        if place is None:
+            return None
+        whole = {**place, "sort": self.cleaned_data["sort"] or "lag", "dir": self.cleaned_data["dir"] or "desc"}
+        return base64.urlsafe_b64encode(json.dumps(whole, separators=(",", ":")).encode()).decode().rstrip("=")
 
     def error_text(self) -> str:
         return "; ".join(

@@ -115,6 +115,7 @@ class GroupPage:
     page: int
     pages: int
     per_page: int
+    next_cursor: dict | None = None  # where the next page starts (with `cursor=`): after this row
 
 
 @dataclass
@@ -167,7 +168,12 @@ def group_page(
     descending: bool = True,
     page: int = 1,
     per_page: int = 100,
+    cursor: dict | None = None,
 ) -> GroupPage:
+    """One page of the filtered, sorted list: by number, or (`cursor`, for scripts) the rows
+    after a given row's place in the order. A cursor is a row's sort value, group and cluster,
+    not an index: rows that appear or go between two calls do not shift the next page, so a
+    walk through the pages sees no row twice and skips none that kept its place."""
     clusters = [
         c for c in (Cluster.objects.all() if clusters is None else clusters) if not cluster or c.name == cluster
     ]
@@ -181,17 +187,40 @@ def group_page(
     ]
     ordered = _ordered(rows, sort, descending=descending)
     pages = max(1, -(-len(ordered) // per_page))
+    if cursor is not None:
+        rest = [r for r in ordered if _comes_after(_place(r, sort), cursor, descending)]
+        shown = rest[:per_page]
+        following = _place(shown[-1], sort) if len(rest) > per_page else None
+        return GroupPage(shown, len(ordered), 0, pages, per_page, following)
     page = min(max(1, page), pages)
-    return GroupPage(ordered[(page - 1) * per_page : page * per_page], len(ordered), page, pages, per_page)
+    shown = ordered[(page - 1) * per_page : page * per_page]
+    following = _place(shown[-1], sort) if page < pages else None
+    return GroupPage(shown, len(ordered), page, pages, per_page, following)
 
 
 def _ordered(rows: list[GroupRow], sort: str, *, descending: bool) -> list[GroupRow]:
     key = SORT_KEYS[sort]
     known = [r for r in rows if key(r) is not None]
     unknown = [r for r in rows if key(r) is None]  # unknown values go last whatever the direction
-    known.sort(key=lambda r: (key(r), r.summary["group"]), reverse=descending)
-    unknown.sort(key=lambda r: r.summary["group"])
+    known.sort(key=lambda r: (key(r), r.summary["group"], r.cluster.name), reverse=descending)
+    unknown.sort(key=lambda r: (r.summary["group"], r.cluster.name))
     return known + unknown
+
+
+def _place(row: GroupRow, sort: str) -> dict:
+    """A row's place in the order: what a cursor carries."""
+    return {"value": SORT_KEYS[sort](row), "group": row.summary["group"], "cluster": row.cluster.name}
+
+
+def _comes_after(place: dict, cursor: dict, descending: bool) -> bool:
+    """Whether a row at `place` comes after the cursor's row in the order `_ordered` makes."""
+    if (place["value"] is None) != (cursor["value"] is None):
+        return place["value"] is None  # unknown values come after every known one
+    ties = (place["group"], place["cluster"]), (cursor["group"], cursor["cluster"])
+    if place["value"] is None:
+        return ties[0] > ties[1]
+    mine, theirs = (place["value"], *ties[0]), (cursor["value"], *ties[1])
+    return mine < theirs if descending else mine > theirs
 
 
 @dataclass

@@ -35,6 +35,8 @@ def group_list(request):
     form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.error_text()}")
+    if form.cleaned_data["cursor"] or form.cleaned_data["limit"]:
+        return bad_request(request, "cursor and limit are for /api/groups/; this page goes by page")
     page = selectors.group_page(get_redis(), clusters=clusters, **form.selector_arguments())
     without_page = request.GET.copy()
     without_page.pop("page", None)

@@ -62,6 +62,39 @@ def test_groups_list_unknowns_as_null_and_filters_like_the_page(client, east, pe
     assert client.get("/api/groups/?health=NOPE", **bearer("viewer")).status_code == 400
 
 
+def test_the_groups_list_is_walked_with_a_cursor_that_rows_coming_and_going_do_not_shift(client, east, personas, redis):
+    seconds = dict(zip([f"g{i:02}" for i in range(9)], [5, 9, 5, 1, 9, 3, 5, 2, 7], strict=True))
+    groups = [group(name, lag=10) for name in seconds] + [group("nolag", lag=10)]
+    publish(east, redis, groups, lag_seconds={**seconds, "nolag": None})
+    headers, query = bearer("viewer"), "/api/groups/?sort=lag_seconds&dir=desc"
+    whole = client.get(f"{query}&limit=1000", **headers).json()
+    order = [g["group"] for g in whole["groups"]]
+    # by hand: lag seconds descending, ties by name descending (the order's tie-break), unknown last
+    assert order == ["g04", "g01", "g08", "g06", "g02", "g00", "g05", "g07", "g03", "nolag"]
+    assert whole["next_cursor"] is None
+    seen, url, calls = [], f"{query}&limit=3", 0
+    while url:
+        data = client.get(url, **headers).json()
+        seen += [g["group"] for g in data["groups"]]
+        calls += 1
+        if calls == 2:  # between two calls a row before the cursor goes and a new one comes after it
+            kept = [g for g in groups if g.group != "g04"] + [group("g99", lag=10)]
+            publish(east, redis, kept, lag_seconds={**seconds, "nolag": None, "g99": 0.5})
+        url = f"{query}&limit=3&cursor={data['next_cursor']}" if data["next_cursor"] else None
+    assert seen == [*order[:6], "g05", "g07", "g03", "g99", "nolag"] and len(set(seen)) == len(seen)
+    for bad, says in [("cursor=xyz", "not a cursor"), ("cursor=e30", "not a cursor"),
+                      (f"sort=group&cursor={data_cursor(client, headers)}", "another sort order"),
+                      (f"page=2&cursor={data_cursor(client, headers)}", "page or cursor")]:  # fmt: skip
+        answer = client.get(f"/api/groups/?{bad}", **headers)
+        assert answer.status_code == 400 and says in answer.json()["error"], (bad, answer.content)
+    client.force_login(personas["viewer"])
+    assert client.get("/groups/?limit=3").status_code == 400  # the page goes by page
+
+
+def data_cursor(client, headers) -> str:
+    return client.get("/api/groups/?limit=1", **headers).json()["next_cursor"]
+
+
 def test_group_detail_and_clusters(client, east, personas):
     detail = client.get("/api/groups/east/orders/", **bearer("viewer")).json()
     assert len(detail["queues"]) == 4 and sum(q["lag"] for q in detail["queues"]) == 40

@@ -363,3 +363,62 @@ def test_a_redrive_while_a_dlq_broker_hangs_names_it_needs_the_choice_and_ends_p
     assert f"<li>broker-b: {escape(ended.untouched[0]['reason'])}</li>" in page  # why, as the plan read it
     change_page = viewer_client.get(f"/changes/{request.pk}/").content.decode()
     assert 'id="untouched"' in change_page and "broker-b" in change_page
+
+
+def test_with_a_broker_killed_a_reset_and_a_redrive_name_it_end_partial_and_leave_it_as_it_was(
+    cluster, redis, small, personas, settings
+):
+    """The issue's scenario: broker-b SIGKILLed (gone from the name server, known to the console).
+    Oracle for "left as it was": broker-b's committed offsets and DLQ read after it returns."""
+    from consumers.changes.models import State
+    from consumers.changes.workflow import approve
+    from consumers.core import Actor, ChangeRefused
+    from consumers.dlq import redrive, runner
+    from consumers.dlq.browse import Selection
+    from consumers.resets import execute
+    from consumers.resets.services import request_reset, undo
+    from consumers.rocketmq.codes import dlq_topic
+
+    settings.RESET_VERIFY_SECONDS = 3
+    committed = {("broker-a", 0): 2, ("broker-a", 1): 2, ("broker-b", 0): 1, ("broker-b", 1): 1}
+    commit(small, committed)
+    wait(lambda: flushed(small, "broker-b", {0: 1, 1: 1}), 30, "broker-b flushed the committed offsets")
+    group, target = "G-pf-killed-dlq", "T-pf-killed-redriven"
+    fill_two_brokers(small, group, target, {"broker-a": 12, "broker-b": 8})
+    assert poll_cluster(cluster).status == "ok"  # the console knows both brokers and the group's queues
+    operator, approver = Actor(personas["operator"], "10.0.0.1"), Actor(personas["approver"], "10.0.0.2")
+    small.kill_broker("broker-b")
+    try:
+        wait(lambda: "broker-b" not in run(_masters(small)), 60, "the name server drops broker-b")
+        assert poll_cluster(cluster).status == "degraded"
+        request = request_reset(
+            actor=operator, cluster=cluster, group=GROUP, params={"strategy": "earliest"}, reason="broker-b died"
+        )
+        assert {(r["broker"], r["queue_id"]) for r in request.plan["rows"]} == {("broker-a", 0), ("broker-a", 1)}
+        [unknown] = request.plan["unreadable"]
+        assert (unknown["broker"], unknown["reason"]) == ("broker-b", "missing from the name server")
+        assert unknown["since"] and unknown["queues"] == [f"{TOPIC}@broker-b#0", f"{TOPIC}@broker-b#1"]
+        with pytest.raises(ChangeRefused, match="could not read broker-b"):
+            approve(request, actor=approver)
+        approve(request, actor=approver, accept_unreadable=True)
+        reset = execute.execute_reset(request.pk)
+        plan = {"actor": operator, "cluster": cluster, "group": group, "selection": Selection(), "target": "topic",
+                "target_topic": target, "rate": 1000}  # fmt: skip
+        with pytest.raises(ChangeRefused, match=r"broker-b \(missing from the name server\)"):
+            redrive.plan_redrive(**plan)
+        job = redrive.plan_redrive(**plan, accept_unreadable=True)
+        assert job.total == 12 and [u["broker"] for u in job.untouched] == ["broker-b"]
+        moved = runner.run_job(job.pk)
+    finally:
+        small.start_broker("broker-b")
+        small.wait_registered({"broker-a", "broker-b"})
+    assert reset.state == State.PARTIAL and [u["broker"] for u in reset.result["untouched"]] == ["broker-b"]
+    assert (moved.state, moved.moved, moved.failed) == ("partial", 12, 0)
+    # broker-a reset to its min offset (0), broker-b's offsets and dead letters as they were
+    assert read_offsets(small) == {**committed, ("broker-a", 0): 0, ("broker-a", 1): 0}
+    assert stored_in(small, dlq_topic(group)) == {"broker-a": 12, "broker-b": 8}
+    assert stored_in(small, target) == {"broker-a": 12}
+    back = undo(reset, actor=operator, reason="put broker-a back")
+    approve(back, actor=approver)
+    assert execute.execute_reset(back.pk).state == State.DONE
+    assert read_offsets(small) == committed
