@@ -7,7 +7,12 @@ class ConsumersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        import gc
+
         from axes.signals import user_locked_out
+        from django.conf import settings
+
+        gc.set_threshold(*settings.GC_THRESHOLDS)  # why: dashboard/settings.py
         from django.contrib.auth.signals import user_logged_in
 
         # alerts listen to every poll; their deliveries register with the claimed jobs

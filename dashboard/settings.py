@@ -228,6 +228,15 @@ AXES_CLIENT_IP_CALLABLE = env_str("AXES_CLIENT_IP_CALLABLE")
 # Redis: Celery broker and result backend, and the latest snapshots of every cluster.
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# Python's cyclic garbage collector, every process (web, worker, beat). The default (700, 10, 10)
+# runs a full collection every few requests of a 10,000-group list: each request's rows survive
+# enough young collections to count as long-lived, and a full collection walks every object of
+# the process (the decoded summaries too), a tenth of the requests taking 4x the median. Fewer,
+# larger young collections keep those rows young: p95 200 -> 46 ms in process (README).
+GC_THRESHOLDS = tuple(int(n) for n in env_list("GC_THRESHOLDS", ["50000", "50", "50"]))
+if len(GC_THRESHOLDS) != 3 or min(GC_THRESHOLDS) < 1:
+    raise ImproperlyConfigured(f"GC_THRESHOLDS needs three positive integers, not {GC_THRESHOLDS}")
+
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
 CELERY_TASK_SERIALIZER = "json"

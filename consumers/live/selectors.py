@@ -101,8 +101,7 @@ class GroupRow:
         return (self.summary.get("health") or {}).get("state", "UNKNOWN")
 
 
-def group_row(cluster: Cluster, summary: dict, meta: ClusterMeta | None, now: float) -> GroupRow:
-    fresh = freshness(summary.get("as_of"), summary.get("stale_reason"), cluster=cluster, meta=meta, now=now)
+def _row(cluster: Cluster, summary: dict, fresh: Freshness) -> GroupRow:
     if fresh.stale:
         summary = {**summary, "stale": True, "stale_reason": fresh.reason, "health": unknown_health(fresh.reason)}
     return GroupRow(cluster, summary, fresh.age, fresh.stale)
@@ -139,7 +138,17 @@ def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> lis
     summaries = snapshots.read_summaries(redis, ids)
     metas = snapshots.read_metas(redis, ids) if metas is None else metas
     now = time.time()
-    return [group_row(c, s, metas.get(c.pk), now) for c in clusters for s in summaries[c.pk]]
+    rows = []
+    for cluster in clusters:
+        meta, limit = metas.get(cluster.pk), stale_after(cluster.poll_interval)
+        for summary in summaries[cluster.pk]:
+            as_of, reason = summary.get("as_of"), summary.get("stale_reason")
+            if as_of is not None and not reason and now - as_of <= limit:
+                # fresh, as freshness() would say, without its settings lookup per group
+                rows.append(GroupRow(cluster, summary, now - as_of, False))
+            else:
+                rows.append(_row(cluster, summary, freshness(as_of, reason, cluster=cluster, meta=meta, now=now)))
+    return rows
 
 
 def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
@@ -200,11 +209,12 @@ def group_page(
 
 def _ordered(rows: list[GroupRow], sort: str, *, descending: bool) -> list[GroupRow]:
     key = SORT_KEYS[sort]
-    known = [r for r in rows if key(r) is not None]
-    unknown = [r for r in rows if key(r) is None]  # unknown values go last whatever the direction
-    known.sort(key=lambda r: (key(r), r.summary["group"], r.cluster.name), reverse=descending)
-    unknown.sort(key=lambda r: (r.summary["group"], r.cluster.name))
-    return known + unknown
+    keyed = [(key(r), r.summary["group"], r.cluster.name, r) for r in rows]  # each key computed once
+    known = [k for k in keyed if k[0] is not None]
+    unknown = [k for k in keyed if k[0] is None]  # unknown values go last whatever the direction
+    known.sort(key=lambda k: k[:3], reverse=descending)
+    unknown.sort(key=lambda k: k[1:3])
+    return [k[3] for k in known] + [k[3] for k in unknown]
 
 
 def _place(row: GroupRow, sort: str) -> dict:

@@ -69,11 +69,29 @@ def read_metas(redis, cluster_ids: list[int]) -> dict[int, ClusterMeta | None]:
     return {c: ClusterMeta.from_wire(json.loads(r)) if r else None for c, r in zip(cluster_ids, raws, strict=True)}
 
 
+# the last summaries decoded per cluster, with the bytes they came from: a poll replaces them
+# every 15 s or so, while the groups list (refreshed every 5 s by each viewer), the overview and
+# /metrics read them far more often. Decoding 10,000 summaries was a third of the list's time;
+# comparing the bytes read with the bytes decoded costs about a millisecond.
+_decoded: dict[int, tuple[bytes, list[dict]]] = {}
+
+
 def read_summaries(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
+    """Each cluster's group summaries (shared between callers: read them, never change them)."""
     if not cluster_ids:
         return {}
     raws = redis.mget([key(c, "groups") for c in cluster_ids])
-    return {c: json.loads(r) if r else [] for c, r in zip(cluster_ids, raws, strict=True)}
+    found = {}
+    for cluster_id, raw in zip(cluster_ids, raws, strict=True):
+        cached = _decoded.get(cluster_id)
+        if not raw:
+            found[cluster_id] = []
+        elif cached is not None and cached[0] == raw:
+            found[cluster_id] = cached[1]
+        else:
+            found[cluster_id] = json.loads(raw)
+            _decoded[cluster_id] = (raw, found[cluster_id])
+    return found
 
 
 def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:

@@ -39,3 +39,23 @@ def test_a_poll_reads_a_previous_document_only_for_a_group_that_needs_one(redis,
     assert asked == ["orders"]  # billing was read whole: its previous document was never decoded
     assert now["orders"].stale and now["orders"].lag == first["orders"].lag == 5  # carried over
     assert not now["billing"].stale and now["billing"].lag == 3
+
+
+def test_summaries_are_decoded_once_per_poll_and_again_after_a_new_one(redis, monkeypatch):
+    key = snapshots.key(8, "groups")
+    redis.set(key, json.dumps([{"group": "a", "lag": 1}]))
+    decoded = []
+    real = json.loads
+    monkeypatch.setattr(snapshots.json, "loads", lambda raw: decoded.append(raw) or real(raw))
+    first, again = (snapshots.read_summaries(redis, [8])[8] for _ in range(2))
+    assert first == [{"group": "a", "lag": 1}] and again is first and len(decoded) == 1
+    redis.set(key, json.dumps([{"group": "a", "lag": 2}]))  # the next poll
+    assert snapshots.read_summaries(redis, [8])[8] == [{"group": "a", "lag": 2}] and len(decoded) == 2
+    redis.delete(key)
+    assert snapshots.read_summaries(redis, [8])[8] == []  # gone (the cluster removed): nothing kept
+
+
+def test_every_process_runs_the_garbage_collector_with_the_configured_thresholds(settings):
+    import gc
+
+    assert gc.get_threshold() == settings.GC_THRESHOLDS == (50_000, 50, 50)
