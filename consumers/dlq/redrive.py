@@ -170,7 +170,7 @@ def resume(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 
 def cancel(job: RedriveJob, *, actor: Actor) -> RedriveJob:
-    from .kind import job_ended
+    from .ending import job_ended
 
     states = {RedriveJob.State.QUEUED, RedriveJob.State.RUNNING, RedriveJob.State.PAUSED,
               RedriveJob.State.AWAITING_APPROVAL}  # fmt: skip

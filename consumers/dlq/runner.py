@@ -51,7 +51,7 @@ from ..rocketmq.codes import retry_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing
 from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
-from .kind import job_ended
+from .ending import job_ended
 from .models import RedriveJob, RedrivenMessage
 from .targets import TargetRefused, check_group_target
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -184,13 +185,11 @@ def expire_reports(now: dt.datetime | None = None) -> int:
     return len(expired)
 
 
-def weekly_reports(today: dt.date | None = None) -> list[Report]:
-    """Last week (the seven days before today, UTC) for every cluster, all formats, each queued
-    for its own build task (with its own time limit: the scheduler only enqueues); built, it is
-    e-mailed to REPORT_EMAIL_TO when set. A cluster without statistics for the week is logged,
-    skipped."""
-    from .tasks import build_report as build_task
-
+def weekly_reports(*, enqueue: Callable[[int], object], today: dt.date | None = None) -> list[Report]:
+    """Last week (the seven days before today, UTC) for every cluster, all formats, each handed
+    to `enqueue` once committed (the scheduling task gives its build task, with its own time
+    limit: the scheduler only enqueues); built, it is e-mailed to REPORT_EMAIL_TO when set. A
+    cluster without statistics for the week is logged, skipped."""
     today = today or timezone.now().date()
     first, last = today - dt.timedelta(days=7), today - dt.timedelta(days=1)
     made = []
@@ -204,7 +203,7 @@ def weekly_reports(today: dt.date | None = None) -> list[Report]:
             continue
         audit.record("report-scheduled", username="scheduler", cluster=cluster,
                      details={"report": report.pk, "title": report.title})  # fmt: skip
-        transaction.on_commit(lambda pk=report.pk: build_task.delay(pk))
+        transaction.on_commit(lambda pk=report.pk: enqueue(pk))
         made.append(report)
     return made
 

@@ -22,7 +22,7 @@ def weekly_reports() -> int:
     """Only enqueues: each report is built by its own build_report task."""
     from .services import weekly_reports as make
 
-    return len(make())
+    return len(make(enqueue=build_report.delay))
 
 
 @shared_task(ignore_result=True)

@@ -15,7 +15,7 @@ from consumers.changes.models import ChangeRequest, State
 from consumers.changes.services import decide
 from consumers.core import Actor
 from consumers.dlq import redrive, runner
-from consumers.dlq.kind import request_state_for
+from consumers.dlq.ending import request_state_for
 from consumers.dlq.models import RedriveJob
 from consumers.models import Cluster
 

@@ -197,9 +197,8 @@ def test_weekly_report_is_queued_built_audited_and_mailed(days, settings, monkey
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     Cluster.objects.create(name="quiet", namesrv_addrs="127.0.0.1:9876")  # no statistics: skipped, audited
     built = []
-    monkeypatch.setattr("consumers.reports.tasks.build_report.delay", lambda pk: built.append(pk))
     with django_capture_on_commit_callbacks(execute=True):
-        queued = services.weekly_reports(today=TODAY)
+        queued = services.weekly_reports(enqueue=built.append, today=TODAY)
     assert [r.state for r in queued] == ["queued"] and built == [queued[0].pk] and not mail.outbox
     made = [services.build_report(pk) for pk in built]  # what the worker does
     assert [(r.clusters, r.first, r.last, r.state) for r in made] == [(["east"], TODAY - dt.timedelta(days=7),
