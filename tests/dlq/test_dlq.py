@@ -330,6 +330,42 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     assert len(stored) == 600 and set(sources.values()) == {1}  # none lost, none sent twice
 
 
+def test_a_take_over_that_cannot_ask_every_broker_sends_nothing_again(
+    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
+):
+    """Unknown is not "not there": with a broker the console knows missing from the name server,
+    a copy sent before the crash could be stored there, so the take-over sends nothing again."""
+    from django.utils import timezone
+
+    from consumers.models import KnownBroker
+
+    monkeypatch.setattr(runner, "WINDOW", 256)
+    group, target = names.group("blind"), create_topic(names.topic("blind-target"))
+    fill_dlq(mqadmin, namesrv, group, 600)
+    job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
+                               target="topic", target_topic=target, rate=5000)  # fmt: skip
+    real, calls = runner.record_sent, []
+
+    def dies_before_recording_the_second_window(job, source, sent, at):
+        calls.append(len(sent))
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed between sending and recording")
+        return real(job, source, sent, at)
+
+    monkeypatch.setattr(runner, "record_sent", dies_before_recording_the_second_window)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_job(job.pk)
+    monkeypatch.setattr(runner, "record_sent", real)
+    stored = len(target_messages(namesrv, target))
+    now = timezone.now()
+    KnownBroker.objects.create(cluster=cluster, name="broker-z", address="127.0.0.1:1", first_seen=now,
+                               last_seen=now, missing_since=now)  # fmt: skip
+    settings.CHANGE_RUN_STALE_SECONDS = 0
+    ended = runner.run_job(job.pk)
+    assert ended.state == "failed" and "broker-z is missing from the name server" in ended.failures[-1]["error"]
+    assert len(target_messages(namesrv, target)) == stored > ended.moved  # nothing was sent again
+
+
 def test_bad_redrives_are_refused_and_send_nothing(client, personas, cluster, mqadmin, namesrv, names):
     group = names.group("bad")
     fill_dlq(mqadmin, namesrv, group, 5)
