@@ -13,9 +13,12 @@ from django.utils import timezone
 from consumers import claims
 from consumers.changes import tasks as change_tasks
 from consumers.changes.models import ChangeRequest
+from consumers.dlq import tasks as dlq_tasks
 from consumers.dlq.models import RedriveJob
 from consumers.models import Cluster
+from consumers.reports import tasks as report_tasks
 from consumers.reports.models import Report
+from consumers.stats import tasks as stats_tasks
 from consumers.stats.models import StatsRun
 
 
@@ -54,15 +57,17 @@ def test_claimed_once_taken_over_when_silent_and_the_old_run_learns_it(jobs, kin
     assert model.objects.get(pk=job.pk).run_token == second.token
 
 
-def test_housekeeping_queues_every_silent_job_again(jobs, settings, monkeypatch):
-    import consumers.reports.tasks as report_tasks
-    import consumers.stats.tasks as stats_tasks
-    from consumers.dlq import tasks as dlq_tasks
-
+def queue_nothing(monkeypatch) -> list[tuple[str, int]]:
+    """Every long job's task, as (task, pk) when queued instead of sent to a worker."""
     queued = []
     for module, name in ((dlq_tasks, "run_redrive"), (stats_tasks, "run_statistics"),
                          (report_tasks, "build_report"), (change_tasks, "execute_change")):  # fmt: skip
         monkeypatch.setattr(getattr(module, name), "delay", lambda pk, name=name: queued.append((name, pk)))
+    return queued
+
+
+def test_housekeeping_queues_every_silent_job_again(jobs, settings, monkeypatch):
+    queued = queue_nothing(monkeypatch)
     for kind, job in jobs.items():
         claims.claim(type(job), job.pk, ready={READY[kind]}, running="running")
     change_tasks.housekeeping.run()
@@ -81,14 +86,7 @@ def test_a_job_killed_at_its_hard_limit_is_ended_if_it_starts_over_and_resumed_i
     """Prefork kills a task at its hard time limit. A statistics run or a report build would
     start over when taken over and be killed at the same point again, forever: it is ended,
     failed, saying so. A redrive or a reset continues from its checkpoint: it is queued again."""
-    import consumers.reports.tasks as report_tasks
-    import consumers.stats.tasks as stats_tasks
-    from consumers.dlq import tasks as dlq_tasks
-
-    queued = []
-    for module, name in ((dlq_tasks, "run_redrive"), (stats_tasks, "run_statistics"),
-                         (report_tasks, "build_report"), (change_tasks, "execute_change")):  # fmt: skip
-        monkeypatch.setattr(getattr(module, name), "delay", lambda pk, name=name: queued.append((name, pk)))
+    queued = queue_nothing(monkeypatch)
     for kind, job in jobs.items():
         claims.claim(type(job), job.pk, ready={READY[kind]}, running="running")
         limit = {

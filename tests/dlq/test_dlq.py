@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
@@ -232,6 +233,22 @@ def fill_dlq(mqadmin, namesrv, group: str, count: int, *, perm: int = 6) -> None
     run(fill())
 
 
+def dies_on_the_second_record(monkeypatch) -> SimpleNamespace:
+    """The worker "dies" (KeyboardInterrupt, which the runner does not catch) after sending its
+    second window and before recording it. `calls`: the sizes of the windows it came to record;
+    `restore()`: the next worker records normally."""
+    real, calls = runner.record_sent, []
+
+    def record(job, source, sent, at):
+        calls.append(len(sent))
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed between sending and recording")
+        return real(job, source, sent, at)
+
+    monkeypatch.setattr(runner, "record_sent", record)
+    return SimpleNamespace(calls=calls, restore=lambda: monkeypatch.setattr(runner, "record_sent", real))
+
+
 def target_messages(namesrv, topic: str) -> list:
     async def read():
         async with AdminClient(namesrv) as client:
@@ -308,20 +325,12 @@ def test_a_worker_killed_after_sending_is_taken_over_without_resending(
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=5000)  # fmt: skip
-    real, calls = runner.record_sent, []
-
-    def dies_before_recording_the_second_window(job, source, sent, at):
-        calls.append(len(sent))
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed between sending and recording")
-        return real(job, source, sent, at)
-
-    monkeypatch.setattr(runner, "record_sent", dies_before_recording_the_second_window)
+    killed = dies_on_the_second_record(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         runner.run_job(job.pk)
     assert RedrivenMessage.objects.filter(job=job).count() == runner.WINDOW  # the second went out unrecorded
     unrecorded = len(target_messages(namesrv, target)) - runner.WINDOW
-    monkeypatch.setattr(runner, "record_sent", real)
+    killed.restore()
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = runner.run_job(job.pk)
     assert done.state == "done" and done.moved == 600 and done.recovered == unrecorded > 0  # found, not resent
@@ -344,18 +353,10 @@ def test_a_take_over_that_cannot_ask_every_broker_sends_nothing_again(
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=5000)  # fmt: skip
-    real, calls = runner.record_sent, []
-
-    def dies_before_recording_the_second_window(job, source, sent, at):
-        calls.append(len(sent))
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed between sending and recording")
-        return real(job, source, sent, at)
-
-    monkeypatch.setattr(runner, "record_sent", dies_before_recording_the_second_window)
+    killed = dies_on_the_second_record(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         runner.run_job(job.pk)
-    monkeypatch.setattr(runner, "record_sent", real)
+    killed.restore()
     stored = len(target_messages(namesrv, target))
     now = timezone.now()
     KnownBroker.objects.create(cluster=cluster, name="broker-z", address="127.0.0.1:1", first_seen=now,

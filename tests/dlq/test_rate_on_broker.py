@@ -16,7 +16,7 @@ from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob
 from devstack.mqadmin import parse_topic_status
-from tests.dlq.test_dlq import fill_dlq, target_messages
+from tests.dlq.test_dlq import dies_on_the_second_record, fill_dlq, target_messages
 from tests.support.scenarios import wait
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -77,26 +77,18 @@ def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
     threading.Event().wait(3)  # three seconds paused: time the rate must not "save up"
 
     # 2. resume, and the worker dies between sending a window and recording it
-    real, calls = runner.record_sent, []
-
-    def dies_on_the_second_record(job, source, sent, at):
-        calls.append(len(sent))
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed between sending and recording")
-        return real(job, source, sent, at)
-
     redrive.resume(paused, actor=actor)
-    monkeypatch.setattr(runner, "record_sent", dies_on_the_second_record)
+    killed = dies_on_the_second_record(monkeypatch)
     worker = threading.Thread(target=work)
     worker.start()
     worker.join(timeout=60)
-    assert len(calls) == 2 and not worker.is_alive()
+    assert len(killed.calls) == 2 and not worker.is_alive()
     dead = RedriveJob.objects.get(pk=job.pk)
     unrecorded = on_target(mqadmin, target) - dead.moved
     assert dead.state == "running" and unrecorded > 0  # sent, not yet counted: what a take-over must find
 
     # 3. taken over (its heartbeat is stale at once here): it finds those on the target, then sends the rest
-    monkeypatch.setattr(runner, "record_sent", real)
+    killed.restore()
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = runner.run_job(job.pk)
     assert (done.state, done.moved, done.failed, done.recovered) == ("done", TOTAL, 0, unrecorded)
