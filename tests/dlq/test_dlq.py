@@ -317,20 +317,28 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
     assert len(target_messages(namesrv, target)) == cancelled.moved == RedrivenMessage.objects.filter(job=job).count()
 
 
-def test_a_worker_killed_after_sending_is_taken_over_without_resending(
-    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
-):
+def killed_after_its_second_window(personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, label):
+    """A 600-message job in windows of 256 whose worker died after sending the second window and
+    before recording it; the next run records normally. Returns the job and its target topic."""
     monkeypatch.setattr(runner, "WINDOW", 256)  # 600 messages: three windows
-    group, target = names.group("kill"), create_topic(names.topic("kill-target"))
+    group, target = names.group(label), create_topic(names.topic(f"{label}-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
                                target="topic", target_topic=target, rate=5000)  # fmt: skip
     killed = dies_on_the_second_record(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         runner.run_job(job.pk)
+    killed.restore()
+    return job, target
+
+
+def test_a_worker_killed_after_sending_is_taken_over_without_resending(
+    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
+):
+    job, target = killed_after_its_second_window(personas, cluster, mqadmin, namesrv, names, create_topic,
+                                                 monkeypatch, "kill")  # fmt: skip
     assert RedrivenMessage.objects.filter(job=job).count() == runner.WINDOW  # the second went out unrecorded
     unrecorded = len(target_messages(namesrv, target)) - runner.WINDOW
-    killed.restore()
     settings.CHANGE_RUN_STALE_SECONDS = 0
     done = runner.run_job(job.pk)
     assert done.state == "done" and done.moved == 600 and done.recovered == unrecorded > 0  # found, not resent
@@ -348,15 +356,8 @@ def test_a_take_over_that_cannot_ask_every_broker_sends_nothing_again(
 
     from consumers.models import KnownBroker
 
-    monkeypatch.setattr(runner, "WINDOW", 256)
-    group, target = names.group("blind"), create_topic(names.topic("blind-target"))
-    fill_dlq(mqadmin, namesrv, group, 600)
-    job = redrive.plan_redrive(actor=Actor(personas["operator"]), cluster=cluster, group=group, selection=Selection(),
-                               target="topic", target_topic=target, rate=5000)  # fmt: skip
-    killed = dies_on_the_second_record(monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        runner.run_job(job.pk)
-    killed.restore()
+    job, target = killed_after_its_second_window(personas, cluster, mqadmin, namesrv, names, create_topic,
+                                                 monkeypatch, "blind")  # fmt: skip
     stored = len(target_messages(namesrv, target))
     now = timezone.now()
     KnownBroker.objects.create(cluster=cluster, name="broker-z", address="127.0.0.1:1", first_seen=now,
