@@ -68,12 +68,19 @@ def run_on_cluster(
     if mutation:
         check_writable(cluster)
 
-    async def bounded() -> T:
+    result: list[T] = []
+
+    async def bounded() -> None:
         async with open_client(cluster) as client:
             with deadline(settings.ROCKETMQ_POLL_DEADLINE if seconds is None else seconds):
-                return await work(client)
+                result.append(await work(client))
 
-    return asyncio.run(bounded())
+    # why the result is handed over in a list, not as the task's: on Python 3.11, asyncio.run
+    # in the main thread checks its SIGINT handler on the way out, and signal.getsignal formats
+    # a ValueError with repr() of that handler, which holds the main task, whose repr holds
+    # repr(result): for a 10,000-group poll, 820,000 dataclass reprs, 0.9 s of every poll
+    asyncio.run(bounded())
+    return result[0]
 
 
 class ClusterSession:
