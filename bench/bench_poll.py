@@ -1,7 +1,11 @@
 """A full poll cycle: every group of a cluster read, lag seconds measured, health judged,
 the snapshot written to Redis and appended to the history, as the Celery task runs it.
 
-    python -m bench.bench_poll [--groups 1000] [--polls 6] [--proxy]
+    python -m bench.bench_poll [--groups 1000,3000,10000] [--polls 4] [--proxy]
+
+Several sizes are measured side by side in one run on one cluster (groups are added between
+sizes), so the growth from one to the next is visible: time per stage, the polling process's
+peak RSS during the polls of each size, and the Redis memory the cluster's keys take per group.
 
 With --proxy a rocketmq-proxy (cluster mode) runs beside the brokers, and the same cluster is
 polled twice over, alternately: as before, and with the proxy configured. No broker knows a
@@ -14,29 +18,45 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench.common import prepare_groups, start_cluster
 from bench.django_env import setup_django
 
+TARGETS = {1000: 3.0, 10000: 5.0}  # seconds; a 10,000-group poll within 12x a 1,000-group one
+
+
+@dataclass
+class Size:
+    groups: int
+    durations: list[float] = field(default_factory=list)
+    proxied: list[float] = field(default_factory=list)
+    stages: list[dict[str, float]] = field(default_factory=list)
+    peak_rss: int = 0  # bytes, during this size's polls
+    redis_bytes: int = 0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.durations[1:] or self.durations)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--groups", default="1000", help="sizes, comma-separated, e.g. 1000,3000,10000")
     parser.add_argument("--polls", type=int, default=6)
     parser.add_argument("--proxy", action="store_true", help="also poll with a proxy configured")
     args = parser.parse_args()
+    counts = sorted(int(n) for n in args.groups.split(","))
     _, redis = setup_django()
-    from consumers.live import snapshots
-    from consumers.live.config import history_store
     from consumers.live.poll import poll_cluster
     from consumers.models import Cluster
     from consumers.redis_client import get_redis
 
     cluster_process = start_cluster()
     proxy = None
+    sizes = []
     try:
-        prepare_groups(cluster_process, args.groups)
-        cluster = Cluster.objects.create(name="bench", namesrv_addrs=cluster_process.namesrv_addr)
         with_proxy = None
         if args.proxy:
             from devstack.proxy import LocalProxy
@@ -44,42 +64,88 @@ def main() -> None:
 
             proxy = LocalProxy(ensure_runtime(), cluster_process.namesrv_addr, cluster_process.base_dir / "proxy")
             proxy.start()
-            with_proxy = Cluster.objects.create(
-                name="bench-proxy", namesrv_addrs=cluster_process.namesrv_addr, proxy_addrs=proxy.remoting_address
-            )
-        durations, proxied, stages = [], [], []
-        for i in range(args.polls):
-            result = poll_cluster(cluster)
-            assert result.status == "ok" and result.groups >= args.groups, result
-            durations.append(result.duration)
-            stages.append(result.stages)
-            label = "first (fills the lag-time cache)" if i == 0 else ""
-            print(f"poll {i + 1}: {result.duration:.3f} s, {result.groups} groups {label}")
-            print("   " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in result.stages.items()))
-            if with_proxy is not None:
-                result = poll_cluster(with_proxy)
-                assert result.status == "ok" and result.groups >= args.groups, result
-                proxied.append(result.duration)
-                print(f"poll {i + 1} with the proxy: {result.duration:.3f} s")
-        meta = snapshots.read_meta(get_redis(), cluster.pk)
-        staged = history_store().read("queue_offsets", "bench").num_rows
+        created = 0
+        for count in counts:
+            prepare_groups(cluster_process, count, start=created)
+            created = count
+            # a new cluster row per size: its lag-time cache and health window start empty
+            cluster = Cluster.objects.create(name=f"bench-{count}", namesrv_addrs=cluster_process.namesrv_addr)
+            if proxy is not None:
+                with_proxy = Cluster.objects.create(name=f"bench-proxy-{count}", proxy_addrs=proxy.remoting_address,
+                                                    namesrv_addrs=cluster_process.namesrv_addr)  # fmt: skip
+            size = Size(count)
+            _reset_peak_rss()
+            for i in range(args.polls):
+                result = poll_cluster(cluster)
+                assert result.status == "ok" and result.groups >= count, result
+                size.durations.append(result.duration)
+                size.stages.append(result.stages)
+                label = "first (fills the lag-time cache)" if i == 0 else ""
+                print(f"{count} groups, poll {i + 1}: {result.duration:.3f} s, {result.groups} groups {label}")
+                print("   " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in result.stages.items()))
+                if with_proxy is not None:
+                    result = poll_cluster(with_proxy)
+                    assert result.status == "ok" and result.groups >= count, result
+                    size.proxied.append(result.duration)
+                    print(f"   with the proxy: {result.duration:.3f} s")
+            size.peak_rss = _peak_rss()
+            size.redis_bytes = _redis_bytes(get_redis(), cluster.pk)
+            sizes.append(size)
     finally:
         if proxy is not None:
             proxy.stop()
         cluster_process.stop()
         redis.stop()
-    if proxied:
-        plain, asked = statistics.median(durations[1:]), statistics.median(proxied[1:])
-        print(f"\nwith the proxy asked too: median {asked:.3f} s against {plain:.3f} s plain")
-        print(f"  ratio {asked / plain:.2f} (target: at most 1.20 -> {'met' if asked / plain <= 1.2 else 'NOT met'})")
-    steady = durations[1:]
-    print(f"\nFull poll of {args.groups} groups incl. Redis write and history append:")
-    print(f"  median {statistics.median(steady):.3f} s, worst {max(steady):.3f} s, first {durations[0]:.3f} s")
-    print(f"  history rows staged: {staged:,}; last poll status {meta.status}")
-    print("  per stage, median of the polls after the first (s):")
-    for name in stages[-1]:
-        print(f"    {name:<20} {statistics.median(s.get(name, 0.0) for s in stages[1:]):8.3f}")
-    print(f"target: at most 3 s -> {'met' if max(steady) <= 3 else 'NOT met'}")
+    _report(sizes)
+
+
+def _reset_peak_rss() -> None:
+    """Start this process's peak RSS (VmHWM) over from its current size (Linux: clear_refs 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # then the peak is the process's since it started, set-up included: still an upper bound
+
+
+def _peak_rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _redis_bytes(redis, cluster_id: int) -> int:
+    """What the cluster's keys take in Redis (MEMORY USAGE, every element counted)."""
+    keys = list(redis.scan_iter(match=f"rmqc:{cluster_id}:*", count=1000))
+    return sum(redis.memory_usage(k, samples=0) or 0 for k in keys)
+
+
+def _report(sizes: list[Size]) -> None:
+    print("\nFull poll incl. Redis write and history append, median of the polls after the first (s):")
+    names = list(sizes[-1].stages[-1])
+    print(f"  {'groups':<22}" + "".join(f"{s.groups:>10,}" for s in sizes))
+    print(f"  {'poll':<22}" + "".join(f"{s.median:>10.3f}" for s in sizes))
+    print(f"  {'worst':<22}" + "".join(f"{max(s.durations[1:] or s.durations):>10.3f}" for s in sizes))
+    for name in names:
+        row = [statistics.median(st.get(name, 0.0) for st in (s.stages[1:] or s.stages)) for s in sizes]
+        print(f"    {name:<20}" + "".join(f"{v:>10.3f}" for v in row))
+    print(f"  {'peak RSS (MiB)':<22}" + "".join(f"{s.peak_rss / 2**20:>10.0f}" for s in sizes))
+    print(f"  {'Redis per group (KiB)':<22}" + "".join(f"{s.redis_bytes / s.groups / 1024:>10.2f}" for s in sizes))
+    first = sizes[0]
+    for size in sizes[1:]:
+        print(f"  {first.groups:,} -> {size.groups:,} groups: x{size.groups / first.groups:.0f} the groups, "
+              f"x{size.median / first.median:.1f} the time")  # fmt: skip
+    for size in sizes:
+        if size.proxied:
+            plain, asked = size.median, statistics.median(size.proxied[1:] or size.proxied)
+            verdict = "met" if asked / plain <= 1.2 else "NOT met"
+            print(f"  {size.groups:,} groups with the proxy asked too: median {asked:.3f} s against {plain:.3f} s, "
+                  f"ratio {asked / plain:.2f} (target: at most 1.20 -> {verdict})")  # fmt: skip
+        target = TARGETS.get(size.groups)
+        if target is not None:
+            worst = max(size.durations[1:] or size.durations)
+            print(f"  target at {size.groups:,} groups: at most {target} s -> {'met' if worst <= target else 'NOT met'}"
+                  f" (worst {worst:.3f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":

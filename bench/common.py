@@ -32,18 +32,19 @@ def start_cluster(base: Path | None = None) -> LocalRocketMQ:
     return LocalRocketMQ(ensure_runtime(), base_dir=base or Path(tempfile.mkdtemp(prefix="bench-"))).start()
 
 
-async def _prepare(namesrv: str, groups: list[str], messages_per_queue: int) -> None:
+async def _prepare(namesrv: str, groups: list[str], messages_per_queue: int, start: int) -> None:
     async with AdminClient(namesrv, request_timeout=30) as client:
         masters = list((await client.topology.cluster_info()).masters().values())
-        await client.actions.create_or_update_topic(TopicConfig(TOPIC, QUEUES, QUEUES), masters)
         broker = next(iter((await client.topology.cluster_info()).masters()))
-        await asyncio.gather(
-            *(
-                client.actions.send_message(TOPIC, f"m{q}-{i}".encode(), queue=MessageQueue(TOPIC, broker, q))
-                for q in range(QUEUES)
-                for i in range(messages_per_queue)
+        if start == 0:
+            await client.actions.create_or_update_topic(TopicConfig(TOPIC, QUEUES, QUEUES), masters)
+            await asyncio.gather(
+                *(
+                    client.actions.send_message(TOPIC, f"m{q}-{i}".encode(), queue=MessageQueue(TOPIC, broker, q))
+                    for q in range(QUEUES)
+                    for i in range(messages_per_queue)
+                )
             )
-        )
         limit = asyncio.Semaphore(64)
 
         async def one(index: int, group: str) -> None:
@@ -54,13 +55,14 @@ async def _prepare(namesrv: str, groups: list[str], messages_per_queue: int) -> 
                     offset = (index + q) % (messages_per_queue + 1)
                     await client.actions.update_consumer_offset(group, MessageQueue(TOPIC, broker, q), offset)
 
-        await asyncio.gather(*(one(i, g) for i, g in enumerate(groups)))
+        await asyncio.gather(*(one(i, g) for i, g in enumerate(groups, start)))
 
 
-def prepare_groups(cluster: LocalRocketMQ, count: int, *, messages_per_queue: int = 10) -> list[str]:
+def prepare_groups(cluster: LocalRocketMQ, count: int, *, messages_per_queue: int = 10, start: int = 0) -> list[str]:
+    """Groups 0 .. count-1; with `start`, only those from it on are created (the others exist)."""
     groups = group_names(count)
     started = time.monotonic()
-    asyncio.run(_prepare(cluster.namesrv_addr, groups, messages_per_queue))
+    asyncio.run(_prepare(cluster.namesrv_addr, groups[start:], messages_per_queue, start))
     print(f"set-up: {count} groups with offsets on {QUEUES} queues in {time.monotonic() - started:.1f} s")
     return groups
 
