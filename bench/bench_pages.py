@@ -91,6 +91,10 @@ def main() -> None:
             "groups list, htmx refresh of the table": ("/groups/", {"HX-Request": "true"}),
             "group page (64 queues)": ("/groups/bench/wide/", None),
             "group page, htmx refresh": ("/groups/bench/wide/", {"HX-Request": "true"}),
+            "overview (home)": ("/", None),
+            # no group has dead letters here: the cost of finding them among all (bench_dlq_overview
+            # measures reading them)
+            "DLQ overview": ("/dlq/", None),
         }
         results = {}
         for label, (path, headers) in pages.items():

@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -197,9 +197,20 @@ class HistoryStore:
 
     # reading
 
-    def read(self, name: str, cluster: str, *, group: str | None = None, since: dt.datetime | None = None) -> pa.Table:
-        """Flushed and staged rows of a table for one cluster (optionally one group, since a time)."""
+    def read(
+        self,
+        name: str,
+        cluster: str,
+        *,
+        group: str | None = None,
+        since: dt.datetime | None = None,
+        groups: Collection[str] | None = None,
+    ) -> pa.Table:
+        """Flushed and staged rows of a table for one cluster (optionally one group, or several
+        in one read, since a time)."""
         schema = SCHEMAS[name]
+        if groups is not None:
+            group = sorted(groups)
         tables = []
         base = self.root / name / f"cluster={cluster}"
         if base.exists():
@@ -215,7 +226,7 @@ class HistoryStore:
             table = _read_ipc(path)
             if table is not None:
                 table = conform(table, schema)
-                tables.append(table.filter(_filter(group, since)) if group or since else table)
+                tables.append(table.filter(_filter(group, since)) if group is not None or since else table)
         if not tables:
             return schema.empty_table()
         # a compaction that ran while we listed the files can show a poll twice
@@ -430,9 +441,11 @@ def _sorted(table: pa.Table) -> pa.Table:
     return table.sort_by(keys)
 
 
-def _filter(group: str | None, since: dt.datetime | None):
+def _filter(group: str | list[str] | None, since: dt.datetime | None):
     expression = None
-    if group is not None:
+    if isinstance(group, list):
+        expression = pc.field("group").isin(group)
+    elif group is not None:
         expression = pc.field("group") == group
     if since is not None:
         after = pc.field("ts") >= pa.scalar(since, type=TIMESTAMP)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import heapq
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -159,10 +160,17 @@ def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
     now = time.time()
     return Overview(
         states=[ClusterState(c, metas.get(c.pk), now) for c in clusters],
-        top=_ordered(rows, "lag", descending=True)[:top],
+        top=_ordered(rows, "lag", descending=True, first=top),
         health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
         total=len(rows),
     )
+
+
+def groups_with_dead_letters(redis, clusters: list[Cluster]) -> list[GroupRow]:
+    """The groups whose last poll saw dead letters, most first (filtered before ordering: a
+    few among thousands)."""
+    rows = [r for r in group_rows(redis, clusters) if r.summary.get("dlq_count")]
+    return _ordered(rows, "dlq", descending=True)
 
 
 def group_page(
@@ -207,11 +215,18 @@ def group_page(
     return GroupPage(shown, len(ordered), page, pages, per_page, following)
 
 
-def _ordered(rows: list[GroupRow], sort: str, *, descending: bool) -> list[GroupRow]:
+def _ordered(rows: list[GroupRow], sort: str, *, descending: bool, first: int | None = None) -> list[GroupRow]:
+    """The rows in the list's order; with `first`, only that many from the top (without
+    sorting all of them: the overview shows 10 of maybe 10,000)."""
     key = SORT_KEYS[sort]
     keyed = [(key(r), r.summary["group"], r.cluster.name, r) for r in rows]  # each key computed once
     known = [k for k in keyed if k[0] is not None]
     unknown = [k for k in keyed if k[0] is None]  # unknown values go last whatever the direction
+    if first is not None:
+        pick = heapq.nlargest if descending else heapq.nsmallest
+        known = pick(first, known, key=lambda k: k[:3])  # (value, group, cluster) is unique: no ties
+        unknown = heapq.nsmallest(max(0, first - len(known)), unknown, key=lambda k: k[1:3])
+        return [k[3] for k in known] + [k[3] for k in unknown]
     known.sort(key=lambda k: k[:3], reverse=descending)
     unknown.sort(key=lambda k: k[1:3])
     return [k[3] for k in known] + [k[3] for k in unknown]
