@@ -1,6 +1,7 @@
 """Page latency, measured from a second process: the groups list over 1,000 groups and the
 page of a group with 64 queues, p50 and p95 of the server's own time (Server-Timing) and of
-the full round trip.
+the full round trip. Several sizes (`--groups 1000,3000,10000`) are measured one after the other
+on the same server, and their p95s printed side by side.
 
     python -m bench.bench_pages [--groups 1000] [--requests 200]
 """
@@ -37,9 +38,40 @@ def measure(
     return server, total
 
 
+def _measure_pages(port: int, cookie: str, requests: int, cluster, connection) -> dict:
+    from consumers.live import snapshots
+
+    pages = {
+        "groups list, sorted by lag": ("/groups/", None),
+        "groups list, htmx refresh of the table": ("/groups/", {"HX-Request": "true"}),
+        "group page (64 queues)": ("/groups/bench/wide/", None),
+        "group page, htmx refresh": ("/groups/bench/wide/", {"HX-Request": "true"}),
+        "overview (home)": ("/", None),
+        # no group has dead letters here: the cost of finding them among all (bench_dlq_overview
+        # measures reading them)
+        "DLQ overview": ("/dlq/", None),
+    }
+    results = {}
+    for label, (path, headers) in pages.items():
+        measure(port, path, cookie, 10, headers)  # warm up
+        results[label] = measure(port, path, cookie, requests, headers)
+    # a new poll replaces the summaries the server has decoded: the next request decodes them
+    # again (simulated by the same JSON with trailing blanks, new bytes; a poll of 10,000 groups
+    # takes seconds to publish)
+    groups_key = snapshots.key(cluster.pk, "groups")
+    raw = connection.get(groups_key)
+
+    def new_poll(i: int) -> None:
+        connection.set(groups_key, raw + b" " * (1 + i % 2))
+
+    label = "groups list, htmx refresh, first after a poll"
+    results[label] = measure(port, "/groups/", cookie, 30, {"HX-Request": "true"}, before=new_poll)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--groups", default="1000", help="sizes, comma-separated, e.g. 1000,3000,10000")
     parser.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
     base, redis = setup_django()
@@ -47,7 +79,6 @@ def main() -> None:
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
 
-    from consumers.live import snapshots
     from consumers.models import Cluster
     from consumers.redis_client import get_redis
     from consumers.users import create_or_update_user
@@ -55,12 +86,15 @@ def main() -> None:
 
     user = create_or_update_user("bench", "viewer", "bench-password-123")
     cluster = Cluster.objects.create(name="bench", namesrv_addrs="127.0.0.1:9876")
-    groups = [
-        group(f"g-{i:04d}", lag=i % 97, queues=8, online=i % 5 != 0, topic=f"topic-{i % 40}")
-        for i in range(args.groups)
-    ]
-    groups.append(group("wide", lag=640, queues=64))
-    publish(cluster, get_redis(), groups)
+    sizes = sorted(int(n) for n in args.groups.split(","))
+
+    def publish_groups(count: int) -> None:
+        groups = [
+            group(f"g-{i:04d}", lag=i % 97, queues=8, online=i % 5 != 0, topic=f"topic-{i % 40}") for i in range(count)
+        ]
+        groups.append(group("wide", lag=640, queues=64))
+        publish(cluster, get_redis(), groups)
+
     session = SessionStore()
     session.update(
         {
@@ -86,43 +120,25 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.1)
-        pages = {
-            f"groups list ({args.groups + 1} groups, sorted by lag)": ("/groups/", None),
-            "groups list, htmx refresh of the table": ("/groups/", {"HX-Request": "true"}),
-            "group page (64 queues)": ("/groups/bench/wide/", None),
-            "group page, htmx refresh": ("/groups/bench/wide/", {"HX-Request": "true"}),
-            "overview (home)": ("/", None),
-            # no group has dead letters here: the cost of finding them among all (bench_dlq_overview
-            # measures reading them)
-            "DLQ overview": ("/dlq/", None),
-        }
-        results = {}
-        for label, (path, headers) in pages.items():
-            measure(port, path, cookie, 10, headers)  # warm up
-            results[label] = measure(port, path, cookie, args.requests, headers)
-        # a new poll replaces the summaries the server has decoded: the next request decodes them
-        # again (simulated by the same JSON with trailing blanks, new bytes; a poll of 10,000 groups
-        # takes seconds to publish)
-        groups_key, connection = snapshots.key(cluster.pk, "groups"), get_redis()
-        raw = connection.get(groups_key)
-
-        def new_poll(i: int) -> None:
-            connection.set(groups_key, raw + b" " * (1 + i % 2))
-
-        label = "groups list, htmx refresh, first after a poll"
-        results[label] = measure(port, "/groups/", cookie, 30, {"HX-Request": "true"}, before=new_poll)
+        by_size = {}
+        for count in sizes:
+            publish_groups(count)
+            by_size[count] = _measure_pages(port, cookie, args.requests, cluster, get_redis())
     finally:
         server.terminate()
         server.wait(10)
         redis.stop()
-    print(f"\nPage latency from a second process, {args.requests} requests each (ms)")
-    for label, (server_times, totals) in results.items():
-        print(f"  {label}")
-        print(f"    server time  {describe(server_times)}")
-        print(f"    round trip   {describe(totals)}")
-    list_p95 = percentile(results[next(iter(results))][0], 95)
-    detail_p95 = percentile(results["group page (64 queues)"][0], 95)
-    print(f"\nlist p95 {list_p95:.1f} ms (target <= 150), detail p95 {detail_p95:.1f} ms (target <= 50)")
+    for count, results in by_size.items():
+        print(f"\nPage latency from a second process, {count + 1} groups, {args.requests} requests each (ms)")
+        for label, (server_times, totals) in results.items():
+            print(f"  {label}")
+            print(f"    server time  {describe(server_times)}")
+            print(f"    round trip   {describe(totals)}")
+    print("\nServer time p95 (ms) by number of groups:")
+    print(f"  {'':<48}" + "".join(f"{count + 1:>10,}" for count in by_size))
+    for label in next(iter(by_size.values())):
+        print(f"  {label:<48}" + "".join(f"{percentile(r[label][0], 95):>10.1f}" for r in by_size.values()))
+    print("targets: lists and overviews p95 <= 150 ms, the group page p95 <= 50 ms")
 
 
 if __name__ == "__main__":

@@ -139,14 +139,31 @@ def topic_polls(steps: DataFrame) -> DataFrame:
 
 
 def _spread(column: str, prefix: str) -> list[Column]:
-    """min, mean, exact percentiles and max of a column over a group's rows (nulls skipped)."""
+    """min, mean, exact percentiles and max of a column over a group's rows (nulls skipped).
+    The percentiles come as one array (`_spread_out` makes them columns): one percentile of
+    several fractions keeps one buffer of the values, where one per fraction kept one each."""
     value = F.col(column).cast("double")
     return [
         F.min(value).alias(f"{prefix}_min"),
         F.avg(value).alias(f"{prefix}_mean"),
-        *(F.percentile(value, fraction).alias(f"{prefix}_{name}") for name, fraction in PERCENTILES),
+        F.percentile(value, [fraction for _, fraction in PERCENTILES]).alias(f"{prefix}{_PERCENTILES}"),
         F.max(value).alias(f"{prefix}_max"),
     ]
+
+
+_PERCENTILES = "_percentiles"
+
+
+def _spread_out(frame: DataFrame) -> DataFrame:
+    """Each `<prefix>_percentiles` array of `_spread` as a column per fraction, in its place."""
+    columns = []
+    for name in frame.columns:
+        if name.endswith(_PERCENTILES):
+            prefix = name.removesuffix(_PERCENTILES)
+            columns += [F.col(name)[i].alias(f"{prefix}_{label}") for i, (label, _) in enumerate(PERCENTILES)]
+        else:
+            columns.append(F.col(name))
+    return frame.select(*columns)
 
 
 def _with_period(frame: DataFrame, hourly: bool) -> DataFrame:
@@ -190,7 +207,7 @@ def topic_aggregates(
         *_spread("lag_seconds", "lag_seconds"),
         F.count(F.when(F.col("lag_seconds") > F.col("slo_seconds"), 1)).alias("breach_polls"),
     )
-    covered = _coverage(aggregated, clusters, hourly, as_of)
+    covered = _coverage(_spread_out(aggregated), clusters, hourly, as_of)
     return covered.withColumn("breach_minutes", _minutes(F.col("breach_polls"))).drop("breach_polls")
 
 
@@ -248,7 +265,7 @@ def group_aggregates(
             F.sum("resets").alias("resets"),
         )
     )
-    joined = own.join(flows, [*period, "group"], "left")
+    joined = _spread_out(own).join(flows, [*period, "group"], "left")
     covered = _coverage(joined, clusters, hourly, as_of)
     return covered.withColumn("breach_minutes", _minutes(F.col("breach_polls"))).drop("breach_polls")
 
