@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--interval", type=int, default=15)
     parser.add_argument("--growth-groups", type=int, default=100, help="groups for the 1-to-7-day growth runs")
     parser.add_argument("--growth-days", default="1,2,4,7")
-    parser.add_argument("--driver-memory", default="3g")
+    parser.add_argument("--driver-memory", default="2560m")  # STATS_DRIVER_MEMORY's default
     parser.add_argument("--window", action="store_true", help="write the history without steps (schema 1)")
     parser.add_argument("--no-growth", action="store_true", help="skip the 1-to-7-day growth runs")
     args = parser.parse_args()
