@@ -165,16 +165,30 @@ def pin_process_group(pgid: int, cpus: set[int]) -> int:
     return bound
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> int:
     """A free loopback port P such that P + each offset in `also_free` is free too (a broker
-    uses P, P-2 and P+1). Ports handed out before are skipped even if not bound yet."""
-    base = start or 20000 + (os.getpid() * 7) % 20000
+    uses P, P-2 and P+1). Ports handed out before are skipped even if not bound yet.
+
+    Ports come from below the kernel's ephemeral range: a port in that range can be taken as the
+    local end of any outgoing connection while its server is down, and a broker killed and
+    started again then fails with "Address already in use" (seen on CI for a broker's HA port)."""
+    low, _ = _ephemeral_range()
+    floor, ceiling = 10000, max(low, 12000)
+    base = start or floor + (os.getpid() * 7) % (ceiling - floor - 200)
     with _lock:
-        for candidate in range(base, 60000):
+        for candidate in [*range(base, ceiling - 200), *range(floor, base)]:
             ports = {candidate} | {candidate + offset for offset in also_free}
             if ports & _handed_out:
                 continue
-            if all(1024 < p < 65535 and port_is_free(p) for p in ports):
+            if all(1024 < p < ceiling and port_is_free(p) for p in ports):
                 _handed_out.update(ports)
                 return candidate
     raise RuntimeError("no free port block found")

@@ -51,3 +51,16 @@ def test_killing_the_python_process_kills_its_jvms(tmp_path):
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(alive(p) for p in pids)
+
+
+@pytest.mark.parametrize("pid", [1, 2000, 2345, 4_000_000])  # the start of the search depends on the pid
+def test_ports_handed_out_lie_below_the_ephemeral_range_so_no_outgoing_connection_takes_them(monkeypatch, pid):
+    """A server killed and started again must find its port free: the kernel picks the local
+    ports of outgoing connections from ip_local_port_range, so ours stay under it."""
+    from devstack import processes
+
+    monkeypatch.setattr(processes.os, "getpid", lambda: pid)
+    low, _ = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    handed = [processes.free_port(also_free=(-2, 1)) for _ in range(20)]
+    assert len(set(handed)) == 20
+    assert all(1024 < port - 2 and port + 1 < low for port in handed)
