@@ -43,7 +43,10 @@ def main() -> None:
         groups = [group(f"g-{i:05d}", lag=i % 97, queues=args.queues, online=i % 5 != 0, topic=f"topic-{i % 40}")
                   for i in range(args.groups)]  # fmt: skip
         publish(cluster, get_redis(), groups)
-        baseline, _ = timed(lambda: selectors.group_rows(get_redis(), [cluster]), args.scrapes)
+        redis_client = get_redis()
+        baseline, _ = timed(
+            lambda: selectors.with_summaries(redis_client, selectors.group_rows(redis_client, [cluster])), args.scrapes
+        )
         plain, body = timed(exposition, args.scrapes)
         settings.METRICS_PER_QUEUE = True
         queued, queued_body = timed(exposition, max(1, args.scrapes // 2))

@@ -134,22 +134,44 @@ def cluster_states(redis, clusters=None) -> list[ClusterState]:
 
 
 def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[GroupRow]:
-    """Every group of `clusters` as the list shows it (`metas`: the clusters' metas, if read)."""
+    """Every group of `clusters` as the list sorts and filters them: each row's summary is its
+    index entry (snapshots.INDEX_FIELDS), until `with_summaries` reads the whole one for the
+    rows that are shown (`metas`: the clusters' metas, if read)."""
     ids = [c.pk for c in clusters]
-    summaries = snapshots.read_summaries(redis, ids)
+    entries = snapshots.read_index(redis, ids)
     metas = snapshots.read_metas(redis, ids) if metas is None else metas
     now = time.time()
     rows = []
     for cluster in clusters:
         meta, limit = metas.get(cluster.pk), stale_after(cluster.poll_interval)
-        for summary in summaries[cluster.pk]:
-            as_of, reason = summary.get("as_of"), summary.get("stale_reason")
+        for entry in entries[cluster.pk]:
+            as_of, reason = entry.get("as_of"), entry.get("stale_reason")
             if as_of is not None and not reason and now - as_of <= limit:
                 # fresh, as freshness() would say, without its settings lookup per group
-                rows.append(GroupRow(cluster, summary, now - as_of, False))
+                rows.append(GroupRow(cluster, entry, now - as_of, False))
             else:
-                rows.append(_row(cluster, summary, freshness(as_of, reason, cluster=cluster, meta=meta, now=now)))
+                rows.append(_row(cluster, entry, freshness(as_of, reason, cluster=cluster, meta=meta, now=now)))
     return rows
+
+
+STALE_FIELDS = ("stale", "stale_reason", "health")
+
+
+def with_summaries(redis, rows: list[GroupRow]) -> list[GroupRow]:
+    """The rows with their whole summaries (one read per cluster), judged as their entries
+    were. A group gone from the summaries since its entry was read (a poll in between) keeps
+    its entry."""
+    by_cluster: dict[int, list[str]] = {}
+    for row in rows:
+        by_cluster.setdefault(row.cluster.pk, []).append(row.summary["group"])
+    found = {pk: snapshots.read_summaries(redis, pk, groups) for pk, groups in by_cluster.items()}
+    whole = []
+    for row in rows:
+        summary = found[row.cluster.pk].get(row.summary["group"], row.summary)
+        if row.stale:
+            summary = {**summary, **{name: row.summary[name] for name in STALE_FIELDS}}
+        whole.append(GroupRow(row.cluster, summary, row.age, row.stale))
+    return whole
 
 
 def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
@@ -160,7 +182,7 @@ def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
     now = time.time()
     return Overview(
         states=[ClusterState(c, metas.get(c.pk), now) for c in clusters],
-        top=_ordered(rows, "lag", descending=True, first=top),
+        top=with_summaries(redis, _ordered(rows, "lag", descending=True, first=top)),
         health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
         total=len(rows),
     )
@@ -170,7 +192,7 @@ def groups_with_dead_letters(redis, clusters: list[Cluster]) -> list[GroupRow]:
     """The groups whose last poll saw dead letters, most first (filtered before ordering: a
     few among thousands)."""
     rows = [r for r in group_rows(redis, clusters) if r.summary.get("dlq_count")]
-    return _ordered(rows, "dlq", descending=True)
+    return with_summaries(redis, _ordered(rows, "dlq", descending=True))
 
 
 def group_page(
@@ -208,11 +230,11 @@ def group_page(
         rest = [r for r in ordered if _comes_after(_place(r, sort), cursor, descending)]
         shown = rest[:per_page]
         following = _place(shown[-1], sort) if len(rest) > per_page else None
-        return GroupPage(shown, len(ordered), 0, pages, per_page, following)
+        return GroupPage(with_summaries(redis, shown), len(ordered), 0, pages, per_page, following)
     page = min(max(1, page), pages)
     shown = ordered[(page - 1) * per_page : page * per_page]
     following = _place(shown[-1], sort) if page < pages else None
-    return GroupPage(shown, len(ordered), page, pages, per_page, following)
+    return GroupPage(with_summaries(redis, shown), len(ordered), page, pages, per_page, following)
 
 
 def _ordered(rows: list[GroupRow], sort: str, *, descending: bool, first: int | None = None) -> list[GroupRow]:

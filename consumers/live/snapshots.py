@@ -2,14 +2,15 @@
 
 Per cluster (by id):
     rmqc:<id>:meta      JSON: when the last poll ran, how it went, brokers, problems
-    rmqc:<id>:groups    JSON list: one summary per group (the groups page)
+    rmqc:<id>:index     JSON list, by group: what the groups list sorts and filters on
+    rmqc:<id>:summaries hash: group -> JSON summary (the rows a page shows, /metrics)
     rmqc:<id>:detail    hash: group -> JSON detail document (the group page)
     rmqc:<id>:window    list, newest first: {"t": poll time, "s": {group: health sample}}
     rmqc:<id>:lagtime   hash: message store times (see lagtime.py)
     rmqc:<id>:due       set while the cluster's poll interval runs (see dispatch.py)
     rmqc:<id>:lock      held while a poll runs
 
-A successful poll replaces meta, groups, detail and pushes one window entry in a single
+A successful poll replaces meta, index, summaries, detail and pushes one window entry in a single
 transaction, so a reader never sees half a poll. A failed poll only updates meta: the last
 known data stays, and pages show its age and the failure.
 """
@@ -41,12 +42,13 @@ def write_poll(
     samples: dict[str, Sample],
     polled_at: float,
 ) -> None:
-    summaries = sorted((d.summary() for d in documents.values()), key=lambda s: s["group"])
+    summaries = {g: d.summary() for g, d in documents.items()}
     pipe = redis.pipeline(transaction=True)
     pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
-    pipe.set(key(cluster_id, "groups"), _dumps(summaries))
-    pipe.delete(key(cluster_id, "detail"))
+    pipe.set(key(cluster_id, "index"), _dumps([index_entry(summaries[g]) for g in sorted(summaries)]))
+    pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"))
     if documents:
+        pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
         pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
     pipe.lpush(key(cluster_id, "window"), _dumps({"t": polled_at, "s": {g: s.to_wire() for g, s in samples.items()}}))
     pipe.ltrim(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)
@@ -69,29 +71,62 @@ def read_metas(redis, cluster_ids: list[int]) -> dict[int, ClusterMeta | None]:
     return {c: ClusterMeta.from_wire(json.loads(r)) if r else None for c, r in zip(cluster_ids, raws, strict=True)}
 
 
-# the last summaries decoded per cluster, with the bytes they came from: a poll replaces them
-# every 15 s or so, while the groups list (refreshed every 5 s by each viewer), the overview and
-# /metrics read them far more often. Decoding 10,000 summaries was a third of the list's time;
-# comparing the bytes read with the bytes decoded costs about a millisecond.
+# What the groups list sorts and filters on (SORT_KEYS and the filters in selectors.py), and
+# the health state without its findings: a tenth of a summary. A list of 10,000 groups decodes
+# these and reads whole summaries only for the rows it shows (a 6 MB decode after each poll
+# was most of the first request's time).
+INDEX_FIELDS = (
+    "group",
+    "as_of",
+    "stale_reason",
+    "lag",
+    "lag_seconds",
+    "consume_tps",
+    "retry_lag",
+    "dlq_count",
+    "topics",
+)
+
+
+def index_entry(summary: dict) -> dict:
+    entry = {name: summary.get(name) for name in INDEX_FIELDS}
+    entry["health"] = {"state": (summary.get("health") or {}).get("state", "UNKNOWN")}
+    return entry
+
+
+# the last index decoded per cluster, with the bytes it came from: a poll replaces it every 15 s
+# or so, while the groups list (refreshed every 5 s by each viewer), the overview and /metrics
+# read it far more often; comparing the bytes read with the bytes decoded costs little.
 _decoded: dict[int, tuple[bytes, list[dict]]] = {}
 
 
-def read_summaries(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
-    """Each cluster's group summaries (shared between callers: read them, never change them)."""
+def read_index(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
+    """Each cluster's index entries (shared between callers: read them, never change them)."""
     if not cluster_ids:
         return {}
-    raws = redis.mget([key(c, "groups") for c in cluster_ids])
+    raws = redis.mget([key(c, "index") for c in cluster_ids])
     found = {}
     for cluster_id, raw in zip(cluster_ids, raws, strict=True):
         cached = _decoded.get(cluster_id)
         if not raw:
             found[cluster_id] = []
+            _decoded.pop(cluster_id, None)
         elif cached is not None and cached[0] == raw:
             found[cluster_id] = cached[1]
         else:
             found[cluster_id] = json.loads(raw)
             _decoded[cluster_id] = (raw, found[cluster_id])
     return found
+
+
+def read_summaries(redis, cluster_id: int, groups: list[str] | None = None) -> dict[str, dict]:
+    """The whole summaries of `groups` (None: all) that the last poll wrote."""
+    name = key(cluster_id, "summaries")
+    if groups is None:
+        return {g.decode(): json.loads(s) for g, s in redis.hgetall(name).items()}
+    if not groups:
+        return {}
+    return {g: json.loads(s) for g, s in zip(groups, redis.hmget(name, groups), strict=True) if s}
 
 
 def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:

@@ -29,7 +29,9 @@ def exposition() -> bytes:
     redis = get_redis()
     clusters = list(Cluster.objects.order_by("name"))
     states = selectors.cluster_states(redis, clusters)
-    rows = selectors.group_rows(redis, clusters, {s.cluster.pk: s.meta for s in states})
+    rows = selectors.with_summaries(
+        redis, selectors.group_rows(redis, clusters, {s.cluster.pk: s.meta for s in states})
+    )
     per_queue = None
     if settings.METRICS_PER_QUEUE:
         per_queue = {

@@ -27,3 +27,45 @@ def test_the_first_rows_are_the_head_of_the_full_order(rows, sort, descending, f
     ]
     full = _ordered(grouped, sort, descending=descending)
     assert _ordered(grouped, sort, descending=descending, first=first) == full[:first]
+
+
+def test_a_page_reads_whole_summaries_only_for_the_rows_it_shows(redis, db, monkeypatch):
+    """10,000 groups' summaries decoded after each poll were most of the list's first request:
+    the list sorts and filters the index, then reads the shown rows' summaries."""
+    from consumers.live import selectors, snapshots
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    documents = publish(cluster, redis, [group(f"g-{i:02d}", lag=i, topic=f"T-{i % 3}") for i in range(30)])
+    asked = []
+    real = snapshots.read_summaries
+    monkeypatch.setattr(
+        snapshots, "read_summaries", lambda r, pk, groups=None: asked.append(groups) or real(r, pk, groups)
+    )
+    page = selectors.group_page(redis, clusters=[cluster], topic="T-1", sort="lag", per_page=4, page=2)
+    expected = [f"g-{i:02d}" for i in (16, 13, 10, 7)]  # T-1: 28, 25, ... by lag, second page of 4
+    assert [r.summary["group"] for r in page.rows] == expected and page.total == 10
+    assert asked == [expected]
+    assert [r.summary for r in page.rows] == [documents[g].summary() for g in expected]  # whole: clients, topic lags
+    home = selectors.overview(redis, [cluster], top=3)
+    assert [r.summary for r in home.top] == [documents[g].summary() for g in ("g-29", "g-28", "g-27")]
+    assert home.total == 30 and sum(n for _, n in home.health_counts) == 30
+
+
+def test_a_stale_row_keeps_its_unknown_health_when_its_whole_summary_is_read(redis, db):
+    import time
+    from unittest import mock
+
+    from consumers.live import selectors
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876", poll_interval=15)
+    publish(cluster, redis, [group("orders", lag=5)])
+    later = time.time() + 3600  # an hour without a poll
+    with mock.patch("consumers.live.selectors.time.time", return_value=later):
+        [row] = selectors.group_page(redis, clusters=[cluster]).rows
+    assert row.stale and row.health == "UNKNOWN" and row.summary["stale"] is True
+    assert "stale data" in row.summary["health"]["findings"][0]["evidence"]
+    assert row.summary["clients"] == 1  # the rest is the whole summary

@@ -41,18 +41,41 @@ def test_a_poll_reads_a_previous_document_only_for_a_group_that_needs_one(redis,
     assert not now["billing"].stale and now["billing"].lag == 3
 
 
-def test_summaries_are_decoded_once_per_poll_and_again_after_a_new_one(redis, monkeypatch):
-    key = snapshots.key(8, "groups")
+def test_the_index_is_decoded_once_per_poll_and_again_after_a_new_one(redis, monkeypatch):
+    key = snapshots.key(8, "index")
     redis.set(key, json.dumps([{"group": "a", "lag": 1}]))
     decoded = []
     real = json.loads
     monkeypatch.setattr(snapshots.json, "loads", lambda raw: decoded.append(raw) or real(raw))
-    first, again = (snapshots.read_summaries(redis, [8])[8] for _ in range(2))
+    first, again = (snapshots.read_index(redis, [8])[8] for _ in range(2))
     assert first == [{"group": "a", "lag": 1}] and again is first and len(decoded) == 1
     redis.set(key, json.dumps([{"group": "a", "lag": 2}]))  # the next poll
-    assert snapshots.read_summaries(redis, [8])[8] == [{"group": "a", "lag": 2}] and len(decoded) == 2
+    assert snapshots.read_index(redis, [8])[8] == [{"group": "a", "lag": 2}] and len(decoded) == 2
     redis.delete(key)
-    assert snapshots.read_summaries(redis, [8])[8] == []  # gone (the cluster removed): nothing kept
+    assert snapshots.read_index(redis, [8])[8] == []  # gone (the cluster removed): nothing kept
+
+
+def test_a_poll_writes_each_groups_index_entry_and_whole_summary(redis, db):
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    documents = publish(cluster, redis, [group("orders", lag=5, topic="T-orders"), group("billing", lag=0)])
+    [index] = snapshots.read_index(redis, [cluster.pk]).values()
+    assert [e["group"] for e in index] == ["billing", "orders"]  # by name
+    orders = index[1]
+    assert set(orders) == {*snapshots.INDEX_FIELDS, "health"}
+    assert (orders["lag"], orders["topics"], orders["health"]) == (
+        5,
+        ["T-orders"],
+        {"state": documents["orders"].health["state"]},
+    )
+    whole = snapshots.read_summaries(redis, cluster.pk, ["orders", "missing"])
+    assert whole == {"orders": documents["orders"].summary()}  # a group not written is left out
+    assert snapshots.read_summaries(redis, cluster.pk) == {g: d.summary() for g, d in documents.items()}
+    publish(cluster, redis, [group("billing", lag=1)])  # the next poll replaces both
+    assert [e["group"] for e in snapshots.read_index(redis, [cluster.pk])[cluster.pk]] == ["billing"]
+    assert list(snapshots.read_summaries(redis, cluster.pk)) == ["billing"]
 
 
 def test_every_process_runs_the_garbage_collector_with_the_configured_thresholds(settings):
