@@ -4,6 +4,7 @@ Layout under HISTORY_DIR (hive-style partitions, readable by pyarrow.dataset and
 
     queue_offsets/cluster=<name>/date=<YYYY-MM-DD>/part-<first ts>-<id>.parquet
     group_stats/cluster=<name>/date=<YYYY-MM-DD>/part-<first ts>-<id>.parquet
+    topic_polls/cluster=<name>/date=<YYYY-MM-DD>/part-<first ts>-<id>.parquet
     _staging/<table>/cluster=<name>/<ts>-<rows>-<id>.arrow   (not yet flushed, Arrow IPC)
 
 Each poll appends its rows to staging; once a cluster has `flush_rows` staged rows or the
@@ -40,8 +41,8 @@ from .documents import GroupDocument
 from .history_schema import ADDED, SCHEMA_VERSION, arrow_schema
 
 __all__ = [
-    "GROUP_STATS", "QUEUE_OFFSETS", "SCHEMA_VERSION", "SCHEMAS", "TIMESTAMP", "HistoryStore", "conform",
-    "history_tables", "with_steps",
+    "GROUP_STATS", "QUEUE_OFFSETS", "SCHEMA_VERSION", "SCHEMAS", "TIMESTAMP", "TOPIC_POLLS", "HistoryStore", "conform",
+    "history_tables", "topic_polls", "with_steps",
 ]  # fmt: skip
 
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
@@ -49,8 +50,9 @@ TIMESTAMP = pa.timestamp("ms", tz="UTC")
 # The columns, with what each holds, are in history_schema.py, shared with the statistics job.
 QUEUE_OFFSETS = arrow_schema("queue_offsets")  # one row per queue per poll
 GROUP_STATS = arrow_schema("group_stats")  # one row per group per poll
+TOPIC_POLLS = arrow_schema("topic_polls")  # one row per group, topic and poll: sums of the queue rows
 
-SCHEMAS = {"queue_offsets": QUEUE_OFFSETS, "group_stats": GROUP_STATS}
+SCHEMAS = {"queue_offsets": QUEUE_OFFSETS, "group_stats": GROUP_STATS, "topic_polls": TOPIC_POLLS}
 
 
 def history_tables(docs: Iterable[GroupDocument]) -> dict[str, pa.Table]:
@@ -73,6 +75,7 @@ def history_tables(docs: Iterable[GroupDocument]) -> dict[str, pa.Table]:
             ("dlq_count", doc.dlq_count),
             ("health", (doc.health or {}).get("state")),
             ("complete", not doc.problems),
+            ("topic_polls", True),  # HistoryStore.append writes them from the queue rows
         ):
             group_rows[name].append(value)
         for q in doc.queues:
@@ -116,7 +119,8 @@ class HistoryStore:
         """Stage one poll's rows (polls in time order); flush the cluster if enough has gathered.
 
         Each queue row gets its steps since that queue's previous row (see with_steps), from the
-        cluster's state file beside the staging files, which also names the recent polls written.
+        cluster's state file beside the staging files, which also names the recent polls written,
+        and the topic_polls rows are summed from them.
         A poll given again (spooled after its write had in fact gone through, then replayed) is
         not written twice, so the history holds no poll in two places: the state is committed
         only after the rows are staged, and a poll it names is skipped."""
@@ -128,6 +132,7 @@ class HistoryStore:
             if newest is not None and newest not in written:
                 if "queue_offsets" in tables:
                     tables["queue_offsets"], state = with_steps(tables["queue_offsets"], state)
+                    tables["topic_polls"] = topic_polls(tables["queue_offsets"])
                 pending = self._write_state(cluster, _with_written(state, written, newest), commit=False)
                 for name, table in tables.items():
                     self._stage(cluster, name, table)
@@ -403,6 +408,45 @@ def _set_steps(table: pa.Table, previous_ts, consumed, produced) -> pa.Table:
     return table
 
 
+def topic_polls(queues: pa.Table) -> pa.Table:
+    """Stepped queue rows (with_steps) summed per poll, group and topic, with the statistics
+    job's definitions (transforms.queue_steps and topic_poll_sums: the job's tests compare both
+    ways on the same history). A sum over no known value is null, as Spark's."""
+    lag, seconds = queues["lag"], queues["lag_seconds"]
+    lagging = pc.greater(lag, 0)
+    unknown = pc.or_kleene(pc.is_null(lag), pc.and_kleene(lagging, pc.is_null(seconds)))
+
+    def forward(step):  # a positive step, 0 for a backward one, null when unknown
+        return pc.if_else(pc.greater(step, 0), step, pa.scalar(0, pa.int64()))
+
+    frame = pa.table(
+        {
+            "ts": queues["ts"],
+            "group": queues["group"],
+            "topic": queues["topic"],
+            "retry": queues["retry"],
+            "one": pa.array([1] * queues.num_rows, pa.int32()),
+            "unknown": pc.cast(unknown, pa.int32()),
+            "lag": lag,
+            "lagging_seconds": pc.if_else(lagging, seconds, pa.scalar(None, pa.float64())),
+            "consumed": forward(queues["consumed_step"]),
+            "produced": forward(queues["produced_step"]),
+            "reset": pc.cast(pc.fill_null(pc.less(queues["consumed_step"], 0), False), pa.int32()),
+        }
+    )
+    summed = frame.group_by(["ts", "group", "topic", "retry"], use_threads=False).aggregate(
+        [("one", "sum"), ("unknown", "sum"), ("lag", "sum"), ("lagging_seconds", "max"), ("consumed", "sum"),
+         ("produced", "sum"), ("reset", "sum")]
+    )  # fmt: skip
+    columns = {
+        "queues": "one_sum", "unknown_queues": "unknown_sum", "lag": "lag_sum",
+        "worst_lag_seconds": "lagging_seconds_max", "consumed": "consumed_sum", "produced": "produced_sum",
+        "resets": "reset_sum",
+    }  # fmt: skip
+    arrays = [summed[columns.get(field.name, field.name)].cast(field.type) for field in TOPIC_POLLS]
+    return _sorted(pa.Table.from_arrays(arrays, schema=TOPIC_POLLS))
+
+
 # the polls a state remembers having written: a replay comes right after its failure, so a
 # short memory is enough (an exact match, not "not newer": a clock set back must not drop polls)
 WRITTEN_MEMORY = 64
@@ -435,10 +479,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _sorted(table: pa.Table) -> pa.Table:
-    keys = [("group", "ascending"), ("ts", "ascending")]
-    if "topic" in table.column_names:
-        keys[1:1] = [("topic", "ascending"), ("broker", "ascending"), ("queue_id", "ascending")]
-    return table.sort_by(keys)
+    keys = [k for k in ("group", "topic", "broker", "queue_id") if k in table.column_names]
+    return table.sort_by([(k, "ascending") for k in (*keys, "ts")])
 
 
 def _filter(group: str | list[str] | None, since: dt.datetime | None):

@@ -11,7 +11,7 @@ Add columns at the end, never change or remove one, and bump SCHEMA_VERSION when
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 # Column types: "timestamp" is milliseconds, UTC.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -51,11 +51,34 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("dlq_count", "int64"),
         ("health", "string"),
         ("complete", "bool"),  # false: part of the group could not be read in this poll
+        # Schema 3: true when this poll's topic_polls rows of the group were written too (the
+        # statistics job reads those instead of the queue rows only when every row says so)
+        ("topic_polls", "bool"),
+    ),
+    # Schema 3. One row per group, topic and poll: the sums over the queue rows of that poll,
+    # with the statistics job's definitions (transforms.py), computed by the writer from the
+    # queue rows' steps: the job then reads a row per topic instead of one per queue.
+    "topic_polls": (
+        ("ts", "timestamp"),
+        ("group", "string"),
+        ("topic", "string"),
+        ("retry", "bool"),
+        ("queues", "int32"),  # queue rows of the poll
+        ("unknown_queues", "int32"),  # of which the lag, or a lagging queue's lag seconds, is unknown
+        ("lag", "int64"),  # sum of the known lags
+        ("worst_lag_seconds", "float64"),  # the largest lag seconds of a lagging queue
+        ("consumed", "int64"),  # sum of the positive consumed steps (a backward move counts 0)
+        ("produced", "int64"),  # sum of the positive produced steps
+        ("resets", "int32"),  # queues whose committed offset moved backwards
     ),
 }
 
 # Columns added after schema 1, by table: files written before them are read with these null.
-ADDED = {"queue_offsets": ("previous_ts", "consumed_step", "produced_step", "steps"), "group_stats": ()}
+ADDED = {
+    "queue_offsets": ("previous_ts", "consumed_step", "produced_step", "steps"),
+    "group_stats": ("topic_polls",),
+    "topic_polls": (),
+}
 
 # Hive-style partition directories: <table>/cluster=<name>/date=<YYYY-MM-DD>/part-*.parquet
 PARTITIONS = (("cluster", "string"), ("date", "string"))

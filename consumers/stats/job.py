@@ -122,19 +122,31 @@ def run(spark: SparkSession, params: dict) -> dict:
     slo = spark.createDataFrame(params.get("slo_overrides", []), "cluster string, `group` string, slo_seconds double")
     queues = read_history(spark, params["history"], "queue_offsets", names, first, last)
     groups = read_history(spark, params["history"], "group_stats", names, first, last)
+    topics = read_history(spark, params["history"], "topic_polls", names, first, last)
     started = time.monotonic()
-    input_rows = {"queue_offsets": queues.count(), "group_stats": groups.count()}  # Parquet footers: cheap
+    # Parquet footers: cheap
+    input_rows = {"queue_offsets": queues.count(), "group_stats": groups.count(), "topic_polls": topics.count()}
     # history schema 2 rows carry the steps their writer computed: no per-queue window needed,
-    # unless some row of the period was written before (its steps are unknown)
+    # unless some row of the period was written before (its steps are unknown); schema 3 group
+    # rows say that their poll's topic_polls rows were written: the job then reads those instead
+    # of the queue rows, unless some group row of the period was written before
     start, end = transforms.period_bounds(first, last)
     unstepped = transforms.in_period(queues, start, end).where(~F.coalesce("steps", F.lit(False)))
     written_steps = not unstepped.limit(1).count()
+    without_topics = transforms.in_period(groups, start, end).where(~F.coalesce("topic_polls", F.lit(False)))
+    written_topics = written_steps and not without_topics.limit(1).count()
     deduplicated = bool(params.get("deduplicated"))
     # Shuffle partitions of about a million rows each: Spark's fixed 200 costs more in task
     # overhead than a small cluster's whole day takes to compute. Without a window or a
     # deduplication the queue rows are never shuffled, only the per-topic polls (a queue row in
     # 16 or so, after partial aggregation)
-    shuffled = input_rows["queue_offsets"] // (16 if written_steps and deduplicated else 1)
+    # rows in: the rows of the tables the run reads (the queue rows of a topic with a console
+    # reset, read beside its topic polls, are not counted)
+    input_rows.pop("queue_offsets" if written_topics else "topic_polls")
+    if written_topics:
+        shuffled = input_rows["topic_polls"]
+    else:
+        shuffled = input_rows["queue_offsets"] // (16 if written_steps and deduplicated else 1)
     parallelism = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", max(parallelism, -(-shuffled // 1_000_000)))
     resets = None if not params.get("console_resets") else spark.createDataFrame(
@@ -163,9 +175,10 @@ def run(spark: SparkSession, params: dict) -> dict:
 
     tables = transforms.statistics(
         queues, groups, clusters, slo, first=first, last=last, as_of=as_of, console_resets=resets,
-        written_steps=written_steps, deduplicated=deduplicated, on_prepared=prepared,
+        topic_rows=topics if written_topics else None, written_steps=written_steps, deduplicated=deduplicated,
+        on_prepared=prepared,
     )  # fmt: skip
-    summary["written_steps"] = written_steps
+    summary["written_steps"], summary["written_topic_polls"] = written_steps, written_topics
     output = params["output"].rstrip("/")
     staging = f"{output}/_staging/{uuid.uuid4().hex}"
     computed = F.broadcast(spark.createDataFrame(sorted(polled), "polled_cluster string, polled_date string"))

@@ -107,13 +107,12 @@ def queue_steps(
     )
 
 
-def topic_polls(steps: DataFrame) -> DataFrame:
-    """One row per group, topic and poll: sums over the queues. The lag is unknown when a
-    queue's is, or when the poll has fewer queues than the topic has that day (the history
-    leaves out queues it could not read, and a partial sum would shrink the number)."""
+def topic_poll_sums(steps: DataFrame) -> DataFrame:
+    """One row per group, topic and poll: sums over the queues (the history's topic_polls rows,
+    which the writer sums the same way, have these columns once `written_topic_polls` renamed them)."""
     lagging = F.col("lag") > 0
     unknown = F.col("lag").isNull() | (lagging & F.col("lag_seconds").isNull())
-    per_poll = steps.groupBy("cluster", "group", "topic", "retry", "ts").agg(
+    return steps.groupBy("cluster", "group", "topic", "retry", "ts").agg(
         F.sum("consumed").alias("consumed"),
         F.sum("produced").alias("produced"),
         F.sum("resets").alias("resets"),
@@ -122,6 +121,30 @@ def topic_polls(steps: DataFrame) -> DataFrame:
         F.sum("lag").alias("lag_sum"),
         F.max(F.when(lagging, F.col("lag_seconds"))).alias("worst_lag_seconds"),
     )
+
+
+def written_topic_polls(rows: DataFrame) -> DataFrame:
+    """The history's topic_polls rows (schema 3) as topic_poll_sums makes them."""
+    return rows.select(
+        "cluster",
+        "group",
+        "topic",
+        "retry",
+        "ts",
+        F.col("consumed").cast("long").alias("consumed"),
+        F.col("produced").cast("long").alias("produced"),
+        F.col("resets").cast("long").alias("resets"),
+        F.col("queues").cast("long").alias("queues"),
+        F.col("unknown_queues").cast("long").alias("unknown_queues"),
+        F.col("lag").cast("long").alias("lag_sum"),
+        F.col("worst_lag_seconds"),
+    )
+
+
+def topic_polls(per_poll: DataFrame) -> DataFrame:
+    """The per-poll sums with the topic's lag: unknown when a queue's is, or when the poll has
+    fewer queues than the topic has that day (the history leaves out queues it could not read,
+    and a partial sum would shrink the number)."""
     same_day = Window.partitionBy("cluster", "group", "topic", F.to_date("ts"))
     complete = (F.col("queues") == F.max("queues").over(same_day)) & (F.col("unknown_queues") == 0)
     return per_poll.select(
@@ -316,6 +339,33 @@ def _deduplicated(frame: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     return frame.dropDuplicates([*keys, "ts"])
 
 
+def _topic_sums(queue_offsets, topic_rows, console_resets, *, start, end, written_steps, deduplicated) -> DataFrame:
+    """The per-poll sums of every topic: from the writer's topic_polls rows when given (a topic
+    with a console reset in the period is summed from its queue rows instead: the reset's
+    interval needs each queue's offsets), else from the queue rows."""
+    if written_steps:
+        queue_offsets = in_period(queue_offsets, start, end)
+    if topic_rows is not None:
+        sums = written_topic_polls(in_period(topic_rows, start, end))
+        sums = sums if deduplicated else _deduplicated(sums, ("cluster", "group", "topic"))
+        if console_resets is None:
+            return sums
+        touched = F.broadcast(console_resets.select("cluster", "group", "topic").distinct())
+        queue_offsets = queue_offsets.join(touched, ["cluster", "group", "topic"], "left_semi")
+        redone = _topic_sums(queue_offsets, None, console_resets, start=start, end=end, written_steps=written_steps,
+                             deduplicated=deduplicated)  # fmt: skip
+        return sums.join(touched, ["cluster", "group", "topic"], "left_anti").unionByName(redone)
+    if written_steps and deduplicated:
+        # no window, and no poll in two files: no shuffle of the queue rows at all, only the
+        # per-topic sums (partial aggregation shrinks them 16-fold before they move)
+        queues = queue_offsets
+    else:
+        # one shuffle serves the per-queue window and the per-topic sums after it: a hash
+        # partitioning on (cluster, group, topic) also clusters every finer key
+        queues = _deduplicated(queue_offsets.repartition("cluster", "group", "topic"), QUEUE_KEY)
+    return topic_poll_sums(queue_steps(queues, console_resets, written_steps=written_steps))
+
+
 def statistics(
     queue_offsets: DataFrame,
     group_stats: DataFrame,
@@ -326,6 +376,7 @@ def statistics(
     last: dt.date,
     as_of: dt.datetime,
     console_resets: DataFrame | None = None,
+    topic_rows: DataFrame | None = None,
     written_steps: bool = False,
     deduplicated: bool = False,
     on_prepared=None,
@@ -334,19 +385,13 @@ def statistics(
     before (the look-back); `clusters` is cluster, interval_seconds, slo_seconds (the default
     SLO) and `slo` the per-group overrides (cluster, group, slo_seconds). `written_steps`: every
     queue row of the period carries its steps (see queue_steps), so the look-back's queue rows
-    are not needed. `on_prepared` is called with the two cached intermediate frames (the
-    per-topic and the per-group polls) before the tables are built on them (the job times them)."""
+    are not needed. `topic_rows`: the history's topic_polls rows, when every poll of the period
+    has them (history schema 3): the queue rows are then read only for console resets.
+    `on_prepared` is called with the two cached intermediate frames (the per-topic and the
+    per-group polls) before the tables are built on them (the job times them)."""
     start, end = period_bounds(first, last)
-    if written_steps:
-        queue_offsets = in_period(queue_offsets, start, end)
-    if written_steps and deduplicated:
-        # no window, and no poll in two files: no shuffle of the queue rows at all, only the
-        # per-topic sums (partial aggregation shrinks them 16-fold before they move)
-        queues = queue_offsets
-    else:
-        # one shuffle serves the per-queue window and the per-topic sums after it: a hash
-        # partitioning on (cluster, group, topic) also clusters every finer key
-        queues = _deduplicated(queue_offsets.repartition("cluster", "group", "topic"), QUEUE_KEY)
+    sums = _topic_sums(queue_offsets, topic_rows, console_resets, start=start, end=end, written_steps=written_steps,
+                       deduplicated=deduplicated)  # fmt: skip
     groups = group_stats if deduplicated else _deduplicated(group_stats, ("cluster", "group"))
     slo_by_group = (
         groups.select("cluster", "group")
@@ -355,7 +400,7 @@ def statistics(
         .join(F.broadcast(slo), ["cluster", "group"], "left")
         .select("cluster", "group", F.coalesce("slo_seconds", "default_slo").alias("slo_seconds"))
     )
-    polls = in_period(topic_polls(queue_steps(queues, console_resets, written_steps=written_steps)), start, end).cache()
+    polls = in_period(topic_polls(sums), start, end).cache()
     steps = in_period(group_steps(groups), start, end).cache()
     if on_prepared is not None:
         on_prepared({"topic polls": polls, "group polls": steps})

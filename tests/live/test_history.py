@@ -28,6 +28,7 @@ def group_rows(group: str, ts_ms: list[int], lag: list[int | None]) -> pa.Table:
             "dlq_count": [0] * n,
             "health": ["OK"] * n,
             "complete": [True] * n,
+            "topic_polls": [True] * n,
         },
         schema=GROUP_STATS,
     )
@@ -65,7 +66,7 @@ def test_polls_are_staged_then_flushed_into_one_file_per_date(tmp_path):
         store.append("c1", {"group_stats": group_rows("g", [ts], [i]), "queue_offsets": queue_rows("g", ts, 4)})
     assert store.files("group_stats", "c1") == []  # nothing due yet: still staged
     assert store.read("group_stats", "c1")["lag"].to_pylist() == [0, 1]  # but readable
-    assert store.flush("c1") == 4
+    assert store.flush("c1") == 6  # a file per table (queues, groups, topic polls) and date
     files = store.files("group_stats", "c1")
     assert [f.parent.name for f in files] == ["date=2026-11-20", "date=2026-11-21"]
     assert list((tmp_path / "_staging").rglob("*.arrow")) == []
@@ -227,8 +228,33 @@ def test_a_snapshot_keeps_its_files_through_a_compaction_and_holds_each_poll_onc
     store.append("c", {"queue_offsets": offsets(DAY1 + 4 * 15_000, [(0, 9, 14)])})  # staged, not flushed
     snapshot = tmp_path / "_snapshots" / "run-1"
     days = [dt.date(2026, 11, 20), dt.date(2026, 11, 21)]  # DAY1 is ten seconds before midnight
-    assert store.snapshot(["c"], days, snapshot) == 5  # flushed first: all five polls, a part each
-    assert store.compact("c", min_files=2) == 4  # the next day's parts it linked are merged and unlinked
+    # flushed first: all five polls, a part each of the queue rows and of the topic polls
+    assert store.snapshot(["c"], days, snapshot) == 10
+    assert store.compact("c", min_files=2) == 8  # the next day's parts it linked are merged and unlinked
     read = ds.dataset(str(snapshot / "queue_offsets"), format="parquet", partitioning="hive").to_table()
     assert sorted(read["consumer_offset"].to_pylist()) == [5, 6, 7, 8, 9]  # each poll once, none lost
     assert store.prune(30, today=dt.date(2026, 11, 21)) == []  # a fresh snapshot stays
+
+
+def test_each_polls_topic_rows_are_the_sums_of_its_stepped_queue_rows_worked_by_hand(tmp_path):
+    store = HistoryStore(tmp_path, flush_rows=10**9, flush_seconds=10**9)
+    rows = lambda ts, queues: pa.Table.from_pylist(  # noqa: E731
+        [{"ts": ts, "group": "g", "topic": t, "broker": "b", "queue_id": q, "retry": t.startswith("%RETRY%"),
+          "consumer_offset": c, "broker_offset": b, "lag": lag, "lag_seconds": s} for t, q, c, b, lag, s in queues],
+        schema=QUEUE_OFFSETS,
+    )  # fmt: skip
+    store.append("c", {"queue_offsets": rows(DAY1, [("T", 0, 5, 10, 5, 3.0), ("T", 1, 7, 7, 0, None)])})
+    # queue 0 consumed 4 and got 2 more; queue 1 moved back 7 -> 2 (a reset: counts 0 consumed),
+    # its lag seconds unknown while lagging; queue 2 is new (no step); the retry topic has one queue
+    second_poll = [("T", 0, 9, 12, 3, 1.5), ("T", 1, 2, 8, 6, None), ("T", 2, 1, 1, 0, 0.0),
+                   ("%RETRY%g", 0, 0, 3, None, None)]  # fmt: skip
+    store.append("c", {"queue_offsets": rows(DAY2, second_poll)})
+    got = store.read("topic_polls", "c").to_pylist()
+    assert [(r["ts"].timestamp() * 1000, r["topic"]) for r in got] == [(DAY2, "%RETRY%g"), (DAY1, "T"), (DAY2, "T")]
+    retry, first, second = got
+    assert (first["queues"], first["unknown_queues"], first["lag"], first["worst_lag_seconds"]) == (2, 0, 5, 3.0)
+    assert (first["consumed"], first["produced"], first["resets"]) == (None, None, 0)  # nothing to compare with
+    assert (second["queues"], second["unknown_queues"], second["lag"], second["worst_lag_seconds"]) == (3, 1, 9, 1.5)
+    assert (second["consumed"], second["produced"], second["resets"]) == (4, 3, 1)  # 4 + 0; 2 + 1; queue 1
+    assert (retry["retry"], retry["queues"], retry["unknown_queues"], retry["lag"], retry["consumed"]) == (
+        True, 1, 1, None, None)  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import shutil
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -19,20 +20,25 @@ from tests.stats import handworked as hw
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=["steps", "schema 1"])
+@pytest.fixture(scope="module", params=["schema 3", "schema 2", "schema 1"])
 def store_paths(request, tmp_path_factory):
     """The hand-worked history as the poller writes it now (each queue row with its steps since
-    the queue's previous row: the job needs no window), and as it was written before history
+    the queue's previous row, and each poll's per-topic sums: the job reads those), as it was
+    written before history schema 3 (no per-topic sums: the job sums the queue rows) and before
     schema 2 (no steps: the job computes them with its per-queue window). Every number below
-    must come out the same both ways."""
+    must come out the same in the three ways."""
     root = tmp_path_factory.mktemp("stats")
-    if request.param == "steps":
+    if request.param in ("schema 3", "schema 2"):
         history = HistoryStore(root / "history", flush_rows=10**9, flush_seconds=10**9)
         history.append("c1", hw.history_tables())
         history.flush("c1")
+        if request.param == "schema 2":
+            shutil.rmtree(root / "history" / "topic_polls")
+            for part in (root / "history" / "group_stats").rglob("*.parquet"):
+                pq.write_table(pq.read_table(part).drop_columns(["topic_polls"]), part)
     else:
         for name, table in hw.history_tables().items():
-            old = table.select([c for c in table.column_names if c not in SCHEMA_2_COLUMNS])
+            old = table.select([c for c in table.column_names if c not in ADDED_AFTER_SCHEMA_1])
             dates = pc.strftime(old["ts"], format="%Y-%m-%d")
             for date in pc.unique(dates).to_pylist():
                 partition = root / "history" / name / "cluster=c1" / f"date={date}"
@@ -42,7 +48,7 @@ def store_paths(request, tmp_path_factory):
     return root / "history", root / "stats"
 
 
-SCHEMA_2_COLUMNS = ("previous_ts", "consumed_step", "produced_step", "steps")
+ADDED_AFTER_SCHEMA_1 = ("previous_ts", "consumed_step", "produced_step", "steps", "topic_polls")
 
 
 def params(history, output, first=hw.DAY, last=hw.DAY):
@@ -67,8 +73,11 @@ def rows(output, table, **where) -> list[dict]:
 def computed(spark, store_paths):
     history, output = store_paths
     summary = job.run(spark, params(history, output))
-    # the job takes the writer's steps when every row of the period has them
-    assert summary["written_steps"] is ((history.parent / "variant").read_text() == "steps")
+    # the job takes the writer's steps when every row of the period has them, and its topic
+    # polls when every group row says they were written
+    variant = (history.parent / "variant").read_text()
+    assert summary["written_steps"] is (variant != "schema 1")
+    assert summary["written_topic_polls"] is (variant == "schema 3")
     return output, summary
 
 
@@ -153,7 +162,10 @@ def test_cluster_days_and_top_lists(computed):
     }
     # the day before and the day after were read (t0) or not at all (t6), never written
     assert {r["date"] for r in rows(output, "group_daily")} == {hw.DAY.isoformat()}
-    assert summary["input_rows"] == {"queue_offsets": 19, "group_stats": 8}
+    if summary["written_topic_polls"]:  # g1's T at t0..t5, its %RETRY% topic at t0..t5, g2's T at t1, t2
+        assert summary["input_rows"] == {"topic_polls": 6 + 6 + 2, "group_stats": 8}
+    else:
+        assert summary["input_rows"] == {"queue_offsets": 19, "group_stats": 8}
     assert sorted((r["group"], r["consumed"]) for r in summary["group_daily"]) == [("g1", 28), ("g2", 10)]
 
 
