@@ -171,6 +171,11 @@ def main() -> None:
     parser.add_argument("--growth-days", default="1,2,4,7")
     parser.add_argument("--driver-memory", default="2560m")  # STATS_DRIVER_MEMORY's default
     parser.add_argument("--window", action="store_true", help="write the history without steps (schema 1)")
+    parser.add_argument(
+        "--no-topic-polls",
+        action="store_true",
+        help="write the history without per-topic polls (schema 2: the job sums the queue rows)",
+    )
     parser.add_argument("--no-growth", action="store_true", help="skip the 1-to-7-day growth runs")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="bench-stats-"))
@@ -178,7 +183,8 @@ def main() -> None:
         history = base / "history"
         started = time.monotonic()
         rows = write_history(history, FIRST_DAY, 1, groups=args.groups, queues=args.queues, interval=args.interval,
-                             seed=1, slow_hours=lambda day: (14, 15), steps=not args.window)  # fmt: skip
+                             seed=1, slow_hours=lambda day: (14, 15), steps=not args.window,
+                             topics=not args.no_topic_polls)  # fmt: skip
         print(f"synthetic day: {rows:,} queue rows ({args.groups} groups x {args.queues} queues every "
               f"{args.interval} s), written in {time.monotonic() - started:.0f} s"
               f"{' without steps (schema 1: the job uses its window)' if args.window else ''}")  # fmt: skip
@@ -187,7 +193,8 @@ def main() -> None:
         jvm, tree = spark["peak_jvm"] / 2**30, spark["peak"] / 2**30
         print(f"spark-submit local[*], whole job (7 tables): {spark['seconds']:.1f} s = {spark_rate:,.0f} rows/s; "
               f"peak memory: driver JVM {jvm:.2f} GiB, process tree {tree:.2f} GiB; "
-              f"steps written by the poller: {spark['summary']['written_steps']}")  # fmt: skip
+              f"steps written by the poller: {spark['summary']['written_steps']}, "
+              f"topic polls written by the poller: {spark['summary']['written_topic_polls']}")  # fmt: skip
         print("  stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in spark["summary"]["stages"].items()), flush=True)
         baseline_seconds, baseline = single_process_baseline(history, FIRST_DAY, args.interval)
         baseline_rate = rows / baseline_seconds
@@ -204,12 +211,13 @@ def main() -> None:
         growth_root = base / "growth"
         print(f"growth ({args.growth_groups} groups x {args.queues} queues, one run over N days):")
         growth_days = [int(d) for d in args.growth_days.split(",")]
-        write_history(growth_root, FIRST_DAY, max(growth_days), groups=args.growth_groups, queues=args.queues,
-                      interval=args.interval, seed=10)  # fmt: skip
+        written = write_history(growth_root, FIRST_DAY, max(growth_days), groups=args.growth_groups,
+                                queues=args.queues, interval=args.interval, seed=10)  # fmt: skip
+        per_day = written // max(growth_days)
         for days in growth_days:
             last = FIRST_DAY + dt.timedelta(days=days - 1)
             result = run_spark(growth_root, base / f"out-{days}", FIRST_DAY, last, args.interval, args.driver_memory)
-            queue_rows = result["summary"]["input_rows"]["queue_offsets"]
+            queue_rows = days * per_day  # the polls of that many queue rows (read as topic polls)
             print(f"  {days} day(s): {queue_rows:,} queue rows in {result['seconds']:.1f} s "
                   f"({queue_rows / result['seconds']:,.0f} rows/s), peak {result['peak'] / 2**30:.2f} GiB")  # fmt: skip
     finally:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from consumers.live.history import GROUP_STATS, QUEUE_OFFSETS
+from consumers.live.history import GROUP_STATS, QUEUE_OFFSETS, topic_polls
 
 POLLS_PER_FILE = 240
 
@@ -36,12 +36,15 @@ def write_history(
     missing_hours=lambda day_index: (),
     prefix: str = "bench-group-",
     steps: bool = True,
+    topics: bool = True,
 ) -> int:
     """Writes `days` days of both tables, offsets continuing from day to day; returns the
     number of queue rows. `slow_hours` and `missing_hours` give each day's (by its index).
     `steps`: write each row's steps since the queue's previous row, as the poller does since
     history schema 2 (computed here from the generator's own arrays); False writes rows as
-    schema 1 did (the job then computes them with its window)."""
+    schema 1 did (the job then computes them with its window). `topics` (with `steps`): write
+    each poll's per-topic sums as the poller does since schema 3 (with its function,
+    history.topic_polls); False writes the history as schema 2 did."""
     rng = np.random.default_rng(seed)
     polls = 86400 // interval
     width = groups * queues
@@ -55,6 +58,7 @@ def write_history(
     }
     state["consumer"] = state["broker"] - rng.integers(0, 10, width)
     state["steps"] = steps
+    state["topics"] = steps and topics
     state["last"] = None  # (ts, broker, consumer) of the last written poll
     written = 0
     for index in range(days):
@@ -115,6 +119,8 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
             schema=QUEUE_OFFSETS,
         )
         _write(root / "queue_offsets", cluster, day, first, queue_table)
+        if state["topics"]:
+            _write(root / "topic_polls", cluster, day, first, topic_polls(queue_table))
         per_group = (count, groups, queues)
         dlq = dlq + (rng.random(groups) < 0.01)
         states = np.where(np.repeat(np.array(falling), groups), "FALLING_BEHIND", "OK").astype(object)
@@ -131,6 +137,7 @@ def _write_day(root, cluster, day, rng, state, names, *, polls, interval, slow, 
                 "dlq_count": pa.array(np.tile(dlq, count)),
                 "health": pa.array(states, pa.string()),
                 "complete": pa.array(np.ones(groups * count, dtype=bool)),
+                "topic_polls": pa.array(np.full(groups * count, state["topics"])),
             },
             schema=GROUP_STATS,
         )

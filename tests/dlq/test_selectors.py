@@ -19,7 +19,7 @@ def dlq_rows(group: str, points: list[tuple[float, int | None]]) -> pa.Table:
         {"ts": [int((now - ago) * 1000) for ago, _ in points], "group": [group] * n, "online": [True] * n,
          "clients": [1] * n, "lag": [0] * n, "retry_lag": [0] * n, "lag_seconds_max": [None] * n,
          "consume_tps": [None] * n, "dlq_count": [count for _, count in points], "health": ["OK"] * n,
-         "complete": [True] * n},
+         "complete": [True] * n, "topic_polls": [True] * n},
         schema=GROUP_STATS,
     )  # fmt: skip
 
