@@ -3,7 +3,8 @@ pyarrow and pandas: the baseline `bench_stats` measures Spark against, doing the
 
 It reads the day's rows as written (offsets, not the writer's steps: the per-queue moves come
 from sorting each queue's rows by time and differencing, as the job's window does), so its
-numbers are also an independent check of the job's. Definitions are those of
+numbers are also an independent check of the job's. With `topic_rows` it reads the per-topic
+polls the poller writes (history schema 3), the input the job reads: the same work as the job. Definitions are those of
 consumers/stats/transforms.py; the day has no look-back here (the benchmark writes one day).
 """
 
@@ -55,6 +56,15 @@ def topic_polls(queues: pd.DataFrame) -> pd.DataFrame:
         queues=("queue_id", "size"), unknown=("unknown", "sum"), lag=("lag", "sum"),
         worst=("lagging_seconds", "max"),
     ).reset_index()  # fmt: skip
+    return _completed(polls)
+
+
+def written_topic_polls(polls: pd.DataFrame) -> pd.DataFrame:
+    """The history's topic_polls rows (the poller's sums, schema 3), as topic_polls makes them."""
+    return _completed(polls.rename(columns={"unknown_queues": "unknown", "worst_lag_seconds": "worst"}))
+
+
+def _completed(polls: pd.DataFrame) -> pd.DataFrame:
     # a poll with fewer queues than the topic has that day, or an unknown one: lag unknown
     polls["date"] = polls["ts"].dt.date
     most = polls.groupby(["group", "topic", "date"], observed=True)["queues"].transform("max")
@@ -143,10 +153,19 @@ def top_groups(daily: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     return pd.concat(ranked, ignore_index=True)
 
 
-def seven_tables(history: Path, cluster: str, day: dt.date, *, interval: int, slo: float) -> dict[str, pd.DataFrame]:
-    queue_columns = ["ts", "group", "topic", "broker", "queue_id", "retry", "broker_offset", "consumer_offset", "lag",
-                     "lag_seconds"]  # fmt: skip
-    polls = topic_polls(_read(history, "queue_offsets", cluster, day, queue_columns))
+def seven_tables(
+    history: Path, cluster: str, day: dt.date, *, interval: int, slo: float, topic_rows: bool = False
+) -> dict[str, pd.DataFrame]:
+    """`topic_rows`: from the history's per-topic polls (the input the job reads since schema 3)
+    instead of differencing the queue rows' offsets."""
+    if topic_rows:
+        columns = ["ts", "group", "topic", "retry", "queues", "unknown_queues", "lag", "worst_lag_seconds", "consumed",
+                   "produced", "resets"]  # fmt: skip
+        polls = written_topic_polls(_read(history, "topic_polls", cluster, day, columns))
+    else:
+        queue_columns = ["ts", "group", "topic", "broker", "queue_id", "retry", "broker_offset", "consumer_offset",
+                         "lag", "lag_seconds"]  # fmt: skip
+        polls = topic_polls(_read(history, "queue_offsets", cluster, day, queue_columns))
     groups = group_polls(_read(history, "group_stats", cluster, day,
                                ["ts", "group", "lag", "lag_seconds_max", "dlq_count", "health"]))  # fmt: skip
     tables = {**topic_tables(polls, slo, interval), **group_tables(groups, polls, slo, interval)}
