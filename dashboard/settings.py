@@ -264,6 +264,10 @@ ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
 ROCKETMQ_CONNECT_TIMEOUT = float(env_str("ROCKETMQ_CONNECT_TIMEOUT", "3"))
 # A poll of one cluster never takes longer than this; what it could not read is marked.
 ROCKETMQ_POLL_DEADLINE = env_int("ROCKETMQ_POLL_DEADLINE", 12)
+# ...or than this per thousand groups its last poll saw, when that is longer: the deadline grows
+# with the cluster (a poll of 10,000 groups takes 4.2 s on 2 cores, bench_poll; 1 s a thousand
+# leaves more than twice that), and so do its task's time limits and its staleness bound
+ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = float(env_str("ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS", "1"))
 # Each broker's first reads in a poll must answer within this, or the broker is "failing"
 # for that poll and left out, so one hung broker does not blind the others.
 ROCKETMQ_BROKER_DEADLINE = float(env_str("ROCKETMQ_BROKER_DEADLINE", "3"))

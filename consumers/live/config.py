@@ -31,7 +31,15 @@ def history_spool() -> HistorySpool:
     return HistorySpool(settings.HISTORY_SPOOL_DIR, max_polls=settings.HISTORY_SPOOL_MAX_POLLS)
 
 
-def stale_after(poll_interval: float) -> float:
+def poll_deadline(groups: int | None) -> float:
+    """The longest a poll of a cluster may take, by the groups its last poll saw (None: none
+    yet): ROCKETMQ_POLL_DEADLINE, or ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS a thousand groups when
+    that is longer, so a cluster that grows past what the fixed deadline reads is not cut off."""
+    scaled = (groups or 0) / 1000 * settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS
+    return max(float(settings.ROCKETMQ_POLL_DEADLINE), scaled)
+
+
+def stale_after(poll_interval: float, groups: int | None = None) -> float:
     """Age past which a value is stale: its expected refresh (the poll interval) plus the
-    longest a poll may take and a little slack."""
-    return poll_interval + settings.ROCKETMQ_POLL_DEADLINE + settings.STALE_MARGIN_SECONDS
+    longest a poll of the cluster may take (`groups`: its last poll's) and a little slack."""
+    return poll_interval + poll_deadline(groups) + settings.STALE_MARGIN_SECONDS

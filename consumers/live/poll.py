@@ -1,10 +1,11 @@
 """Poll one cluster: read every group from the brokers, then publish what was read.
 
-A poll never overlaps itself (a Redis lock per cluster) and never runs past
-ROCKETMQ_POLL_DEADLINE. Each broker is read under its own ROCKETMQ_BROKER_DEADLINE, so a
-dead or hung broker fails alone and is named, while the others' data is fresh in the same
-poll. Only when the name server cannot be read at all does the poll fail as a whole; then
-the last known state stays, and its age says it is stale.
+A poll never overlaps itself (a Redis lock per cluster) and never runs past its deadline
+(ROCKETMQ_POLL_DEADLINE, longer for a cluster of many groups: config.poll_deadline). Each
+broker is read under its own ROCKETMQ_BROKER_DEADLINE, so a dead or hung broker fails alone
+and is named, while the others' data is fresh in the same poll. Only when the name server
+cannot be read at all does the poll fail as a whole; then the last known state stays, and its
+age says it is stale.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
 from ..rocketmq.proxies import ProxyAsk
 from . import brokers, inflight, lagtime, snapshots
-from .config import default_thresholds, history_store
+from .config import default_thresholds, history_store, poll_deadline
 from .history import HistoryStore
 from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
@@ -34,8 +35,13 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
         return _skipped(cluster, lock, redis)
     try:
         started, polled_at = time.monotonic(), time.time()
+        last = snapshots.read_meta(redis, cluster.pk)
         try:
-            reading = run_on_cluster(cluster, lambda client: read_cluster(client, cluster, redis, polled_at))
+            reading = run_on_cluster(
+                cluster,
+                lambda client: read_cluster(client, cluster, redis, polled_at),
+                seconds=poll_deadline(last.groups if last else None),
+            )
         except RocketMQError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return publish_failure(cluster, error=error, polled_at=polled_at, started=started, redis=redis)

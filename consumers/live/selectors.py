@@ -48,7 +48,7 @@ def freshness(as_of: float | None, stale_reason: str | None, *, cluster: Cluster
     age = now - as_of
     if stale_reason:
         return Freshness(True, stale_reason, age)
-    if age > stale_after(cluster.poll_interval):
+    if age > stale_after(cluster.poll_interval, meta.groups if meta else None):
         reason = f"not refreshed for {age:.0f} s (expected every {cluster.poll_interval} s)"
         if meta is not None and meta.status == "failed" and meta.error:
             reason += f"; the last poll failed: {meta.error}"
@@ -83,7 +83,8 @@ class ClusterState:
             return "never polled"
         if self.meta.status == "failed":
             return "failed"
-        if self.data_age is not None and self.data_age > stale_after(self.cluster.poll_interval):
+        groups = self.meta.groups
+        if self.data_age is not None and self.data_age > stale_after(self.cluster.poll_interval, groups):
             return "stale"
         return self.meta.status
 
@@ -143,7 +144,8 @@ def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> lis
     now = time.time()
     rows = []
     for cluster in clusters:
-        meta, limit = metas.get(cluster.pk), stale_after(cluster.poll_interval)
+        meta = metas.get(cluster.pk)
+        limit = stale_after(cluster.poll_interval, meta.groups if meta else None)
         for entry in entries[cluster.pk]:
             as_of, reason = entry.get("as_of"), entry.get("stale_reason")
             if as_of is not None and not reason and now - as_of <= limit:

@@ -9,7 +9,8 @@ from django.conf import settings
 
 from ..models import Cluster
 from ..redis_client import get_redis
-from .config import history_store
+from . import snapshots
+from .config import history_store, poll_deadline
 from .dispatch import claim_due_clusters
 from .poll import poll_cluster as poll_cluster_service
 
@@ -18,9 +19,14 @@ log = logging.getLogger(__name__)
 
 @shared_task(ignore_result=True)
 def dispatch_polls() -> list[int]:
-    due = claim_due_clusters(get_redis())
+    redis = get_redis()
+    due = claim_due_clusters(redis)
+    metas = snapshots.read_metas(redis, due)
     for cluster_id in due:
-        poll_cluster.delay(cluster_id)
+        # the time limits follow the cluster's poll deadline (longer for many groups)
+        meta = metas.get(cluster_id)
+        seconds = poll_deadline(meta.groups if meta else None)
+        poll_cluster.apply_async((cluster_id,), soft_time_limit=seconds + 30, time_limit=seconds + 60)
     return due
 
 
@@ -28,6 +34,7 @@ def dispatch_polls() -> list[int]:
     ignore_result=True,
     # a poll is a read: running it again after a lost worker is harmless
     acks_late=True,
+    # the limits of a poll sent without its own (dispatch_polls gives each cluster's)
     soft_time_limit=settings.ROCKETMQ_POLL_DEADLINE + 30,
     time_limit=settings.ROCKETMQ_POLL_DEADLINE + 60,
 )

@@ -69,3 +69,25 @@ def test_a_stale_row_keeps_its_unknown_health_when_its_whole_summary_is_read(red
     assert row.stale and row.health == "UNKNOWN" and row.summary["stale"] is True
     assert "stale data" in row.summary["health"]["findings"][0]["evidence"]
     assert row.summary["clients"] == 1  # the rest is the whole summary
+
+
+def test_a_large_clusters_groups_stay_fresh_through_its_longer_poll(redis, db, settings):
+    import time
+    from unittest import mock
+
+    from consumers.live import selectors, snapshots
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    settings.ROCKETMQ_POLL_DEADLINE, settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = 12, 1.0
+    settings.STALE_MARGIN_SECONDS = 5
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876", poll_interval=15)
+    publish(cluster, redis, [group("orders", lag=5)])
+    later = time.time() + 45  # past 15 + 12 + 5, within 15 + 40 + 5
+    with mock.patch("consumers.live.selectors.time.time", return_value=later):
+        assert selectors.group_rows(redis, [cluster])[0].stale
+        meta = snapshots.read_meta(redis, cluster.pk)
+        meta.groups = 40_000  # as if its last poll had seen 40,000 groups
+        snapshots.write_meta(redis, cluster.pk, meta)
+        [row] = selectors.group_rows(redis, [cluster])
+        assert not row.stale and selectors.cluster_states(redis, [cluster])[0].state == "ok"

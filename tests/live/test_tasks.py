@@ -56,10 +56,54 @@ def test_a_cluster_that_fell_behind_is_polled_once_not_in_a_burst(clusters, redi
     assert a.pk in claim_due_clusters(redis, now=1115.0)
 
 
-def test_the_dispatcher_enqueues_the_due_polls(clusters, redis, monkeypatch):
+def test_the_dispatcher_enqueues_the_due_polls_with_limits_that_grow_with_the_cluster(
+    clusters, redis, monkeypatch, settings
+):
+    """A poll's deadline is ROCKETMQ_POLL_DEADLINE, or 1 s a thousand groups of its last poll when
+    longer: a 30,000-group cluster gets 30 s to read and its task limits follow."""
+    from consumers.live.documents import ClusterMeta
+
+    settings.ROCKETMQ_POLL_DEADLINE, settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = 12, 1.0
+    big = ClusterMeta(cluster_id=clusters[1].pk, name=clusters[1].name, polled_at=1.0, duration=9.0, status="ok",
+                      groups=30_000)  # fmt: skip
+    snapshots.write_meta(redis, clusters[1].pk, big)
     queued = []
-    monkeypatch.setattr(tasks.poll_cluster, "delay", queued.append)
-    assert tasks.dispatch_polls() == queued == [clusters[0].pk, clusters[1].pk]
+    monkeypatch.setattr(tasks.poll_cluster, "apply_async", lambda args, **limits: queued.append((args, limits)))
+    assert tasks.dispatch_polls() == [clusters[0].pk, clusters[1].pk]
+    assert queued == [
+        ((clusters[0].pk,), {"soft_time_limit": 42.0, "time_limit": 72.0}),  # never polled: 12 s
+        ((clusters[1].pk,), {"soft_time_limit": 60.0, "time_limit": 90.0}),
+    ]
+
+
+def test_a_poll_reads_within_the_deadline_of_its_clusters_size(clusters, redis, monkeypatch, settings, history_dir):
+    from consumers.live import poll as poll_module
+    from consumers.live.documents import ClusterMeta
+
+    settings.ROCKETMQ_POLL_DEADLINE, settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = 12, 1.0
+    given = []
+
+    def reading(cluster, work, *, seconds):
+        given.append(seconds)
+        raise poll_module.RocketMQError("stop here")
+
+    monkeypatch.setattr(poll_module, "run_on_cluster", reading)
+    for groups, expected in ((None, 12.0), (3_000, 12.0), (25_000, 25.0)):
+        if groups is not None:
+            meta = ClusterMeta(cluster_id=clusters[0].pk, name="a", polled_at=1.0, duration=1.0, status="ok",
+                               groups=groups)  # fmt: skip
+            snapshots.write_meta(redis, clusters[0].pk, meta)
+        poll_cluster(clusters[0])
+        assert given[-1] == expected
+
+
+def test_staleness_allows_a_large_clusters_longer_poll(db, settings):
+    from consumers.live.config import stale_after
+
+    settings.ROCKETMQ_POLL_DEADLINE, settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = 12, 1.0
+    settings.STALE_MARGIN_SECONDS = 5
+    assert stale_after(15) == stale_after(15, 8_000) == 15 + 12 + 5
+    assert stale_after(15, 40_000) == 15 + 40 + 5
 
 
 def test_a_poll_does_not_start_while_another_runs(clusters, redis):
