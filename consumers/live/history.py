@@ -134,7 +134,8 @@ class HistoryStore:
                     tables["queue_offsets"], state = with_steps(tables["queue_offsets"], state)
                     tables["topic_polls"] = topic_polls(tables["queue_offsets"])
                 pending = self._write_state(cluster, _with_written(state, written, newest), commit=False)
-                for name, table in tables.items():
+                # the group rows last: their topic_polls marker claims the topic rows are there
+                for name, table in sorted(tables.items(), key=lambda item: item[0] == "group_stats"):
                     self._stage(cluster, name, table)
                 os.replace(pending, self._state_path(cluster))
             if self._flush_due(cluster):
@@ -425,7 +426,7 @@ def topic_polls(queues: pa.Table) -> pa.Table:
             "group": queues["group"],
             "topic": queues["topic"],
             "retry": queues["retry"],
-            "one": pa.array([1] * queues.num_rows, pa.int32()),
+            "one": pa.repeat(pa.scalar(1, pa.int32()), queues.num_rows),
             "unknown": pc.cast(unknown, pa.int32()),
             "lag": lag,
             "lagging_seconds": pc.if_else(lagging, seconds, pa.scalar(None, pa.float64())),

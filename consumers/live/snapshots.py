@@ -46,7 +46,7 @@ def write_poll(
     pipe = redis.pipeline(transaction=True)
     pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
     pipe.set(key(cluster_id, "index"), _dumps([index_entry(summaries[g]) for g in sorted(summaries)]))
-    pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"))
+    pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"), key(cluster_id, LEGACY_SUMMARIES))
     if documents:
         pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
         pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
@@ -100,11 +100,20 @@ def index_entry(summary: dict) -> dict:
 _decoded: dict[int, tuple[bytes, list[dict]]] = {}
 
 
+# Before the index, a poll wrote every summary in one JSON list under this key: read it until
+# the cluster's first poll since (its summaries are whole entries), which removes it.
+LEGACY_SUMMARIES = "groups"
+
+
 def read_index(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
     """Each cluster's index entries (shared between callers: read them, never change them)."""
     if not cluster_ids:
         return {}
     raws = redis.mget([key(c, "index") for c in cluster_ids])
+    unindexed = [c for c, raw in zip(cluster_ids, raws, strict=True) if not raw]
+    if unindexed:
+        legacy = dict(zip(unindexed, redis.mget([key(c, LEGACY_SUMMARIES) for c in unindexed]), strict=True))
+        raws = [raw or legacy[c] for c, raw in zip(cluster_ids, raws, strict=True)]
     found = {}
     for cluster_id, raw in zip(cluster_ids, raws, strict=True):
         cached = _decoded.get(cluster_id)

@@ -131,10 +131,11 @@ def run(spark: SparkSession, params: dict) -> dict:
     # rows say that their poll's topic_polls rows were written: the job then reads those instead
     # of the queue rows, unless some group row of the period was written before
     start, end = transforms.period_bounds(first, last)
-    unstepped = transforms.in_period(queues, start, end).where(~F.coalesce("steps", F.lit(False)))
-    written_steps = not unstepped.limit(1).count()
     without_topics = transforms.in_period(groups, start, end).where(~F.coalesce("topic_polls", F.lit(False)))
-    written_topics = written_steps and not without_topics.limit(1).count()
+    written_topics = not without_topics.limit(1).count()
+    # schema 3's writer steps every queue row: no scan of the queue rows' `steps` to find out
+    unstepped = transforms.in_period(queues, start, end).where(~F.coalesce("steps", F.lit(False)))
+    written_steps = written_topics or not unstepped.limit(1).count()
     deduplicated = bool(params.get("deduplicated"))
     # Shuffle partitions of about a million rows each: Spark's fixed 200 costs more in task
     # overhead than a small cluster's whole day takes to compute. Without a window or a

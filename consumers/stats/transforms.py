@@ -351,6 +351,10 @@ def _topic_sums(queue_offsets, topic_rows, console_resets, *, start, end, writte
         if console_resets is None:
             return sums
         touched = F.broadcast(console_resets.select("cluster", "group", "topic").distinct())
+        # the groups as literals too: Parquet skips the row groups of other groups (the files are
+        # sorted by group), where the join alone would read every queue row
+        names = sorted({row.group for row in console_resets.select("group").collect()})
+        queue_offsets = queue_offsets.where(F.col("group").isin(names))
         queue_offsets = queue_offsets.join(touched, ["cluster", "group", "topic"], "left_semi")
         redone = _topic_sums(queue_offsets, None, console_resets, start=start, end=end, written_steps=written_steps,
                              deduplicated=deduplicated)  # fmt: skip

@@ -41,7 +41,7 @@ def test_the_files_the_poller_writes_have_the_schema_the_job_reads(db, redis, tm
     store = HistoryStore(tmp_path / "history", flush_rows=10**9, flush_seconds=10**9)
     publish(cluster, redis, [group("orders", lag=40), group("audit", lag=7, online=False)], history=store)
     store.flush("east")
-    for table in ("queue_offsets", "group_stats"):
+    for table in ("queue_offsets", "group_stats", "topic_polls"):
         (path,) = store.files(table, "east")
         assert pq.read_metadata(path).num_rows > 0
         parquet = pq.ParquetFile(path).schema

@@ -82,3 +82,20 @@ def test_every_process_runs_the_garbage_collector_with_the_configured_thresholds
     import gc
 
     assert gc.get_threshold() == settings.GC_THRESHOLDS == (50_000, 50, 50)
+
+
+def test_summaries_written_before_the_index_are_listed_until_the_next_poll_removes_them(redis, db):
+    from consumers.live import selectors
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    documents = publish(cluster, redis, [group("orders", lag=5)])
+    old = [documents["orders"].summary()]  # as the console wrote them before the index
+    redis.delete(snapshots.key(cluster.pk, "index"), snapshots.key(cluster.pk, "summaries"))
+    redis.set(snapshots.key(cluster.pk, "groups"), json.dumps(old))
+    [row] = selectors.group_page(redis, clusters=[cluster]).rows
+    assert row.summary == old[0] and row.summary["clients"] == 1
+    publish(cluster, redis, [group("orders", lag=6)])
+    assert redis.get(snapshots.key(cluster.pk, "groups")) is None
+    assert selectors.group_page(redis, clusters=[cluster]).rows[0].summary["lag"] == 6
