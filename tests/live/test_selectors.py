@@ -91,3 +91,26 @@ def test_a_large_clusters_groups_stay_fresh_through_its_longer_poll(redis, db, s
         snapshots.write_meta(redis, cluster.pk, meta)
         [row] = selectors.group_rows(redis, [cluster])
         assert not row.stale and selectors.cluster_states(redis, [cluster])[0].state == "ok"
+
+
+def test_only_the_shown_stale_rows_are_given_their_reason(redis, db, monkeypatch):
+    """Judging why each of 10,000 aged rows is stale was most of the list's time: the list
+    sorts and counts them as UNKNOWN and writes the reason into the rows it shows."""
+    import time
+    from unittest import mock
+
+    from consumers.live import selectors
+    from consumers.models import Cluster
+    from tests.support.published import group, publish
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876", poll_interval=15)
+    publish(cluster, redis, [group(f"g-{i:02d}", lag=i) for i in range(30)])
+    judged = []
+    real = selectors.freshness
+    monkeypatch.setattr(selectors, "freshness", lambda *a, **k: judged.append(a) or real(*a, **k))
+    with mock.patch("consumers.live.selectors.time.time", return_value=time.time() + 3600):
+        page = selectors.group_page(redis, clusters=[cluster], per_page=4, health="UNKNOWN")
+        home = selectors.overview(redis, [cluster], top=3)
+    assert page.total == 30 and len(judged) == 4 + 3
+    assert all(r.summary["stale"] and "not refreshed for" in r.summary["stale_reason"] for r in page.rows + home.top)
+    assert home.health_counts == [("UNKNOWN", 30)]
