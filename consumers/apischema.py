@@ -10,8 +10,11 @@ error names the field by its path (`params.offsets["t@b#0"]`) so a script's auth
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
+
+from .inputs import moment_problem, text_problem
 
 JAVA_LONG_MAX = 2**63 - 1
 MAX_BODY_BYTES = 1_000_000
@@ -49,8 +52,9 @@ class Str:
             raise SchemaError(field, f"must be a string, not {_kind(value)}")
         if len(value) > self.max_length:
             raise SchemaError(field, f"at most {self.max_length} characters")
-        if "\x00" in value:
-            raise SchemaError(field, "must not contain NUL characters")
+        problem = text_problem(value)
+        if problem:
+            raise SchemaError(field, problem)
         value = value.strip() if self.strip else value
         if self.required and not value:
             raise SchemaError(field, "must not be empty")
@@ -70,6 +74,20 @@ class Int:
             raise SchemaError(field, f"must be a whole number, not {_kind(value)}")
         if not self.min <= value <= self.max:
             raise SchemaError(field, f"must be between {self.min} and {self.max}")
+        return value
+
+
+@dataclass(frozen=True)
+class Moment:
+    """Milliseconds since the epoch, from 2000 to a day from now (inputs.moment_problem)."""
+
+    nullable: bool = False
+
+    def clean(self, value: Any, field: str) -> int | None:
+        value = Int(0, JAVA_LONG_MAX, nullable=self.nullable).clean(value, field)
+        problem = None if value is None else moment_problem(value, now_ms=int(time.time() * 1000), past_only=False)
+        if problem:
+            raise SchemaError(field, problem)
         return value
 
 
@@ -120,6 +138,9 @@ class Map:
         for key in value:
             if not key.strip() or len(key) > self.max_key_length:
                 raise SchemaError(field, f"keys must be 1 to {self.max_key_length} characters")
+            problem = text_problem(key)
+            if problem:
+                raise SchemaError(field, f"keys {problem}")
         return {key: self.value.clean(v, f"{field}[{json.dumps(key)}]") for key, v in value.items()}
 
 

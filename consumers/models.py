@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from .inputs import is_ascii_int
 from .rocketmq import Credentials, split_namesrv_list
 
 
@@ -27,7 +28,7 @@ def validate_proxy_addrs(value: str) -> None:
 def _validate_addresses(addresses: list[str]) -> None:
     for address in addresses:
         host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not sep or not host or not is_ascii_int(port) or not 0 < int(port) < 65536:
             raise ValidationError(f"{address!r} is not host:port.")
 
 

@@ -8,6 +8,7 @@ field, with no change anywhere and no connection attempted to the cluster."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -15,13 +16,14 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from consumers import apischema
-from consumers.apischema import Bool, Choice, Int, List, Map, Obj, Str
+from consumers.apischema import Bool, Choice, Int, List, Map, Moment, Obj, Str
 from consumers.changes import workflow
 from consumers.changes.api import CREATE, DECISION
 from consumers.changes.models import AuditEvent, ChangeRequest
 from consumers.changes.workflow import Actor
 from consumers.dlq.api import REDRIVE
 from consumers.dlq.models import RedriveJob
+from consumers.inputs import EARLIEST_MS
 from consumers.models import Cluster
 from consumers.resets.kind import API_PARAMS as RESET_PARAMS
 from consumers.tokens import services as tokens
@@ -45,10 +47,15 @@ def not_(kinds: tuple[type, ...]):
 def invalid(schema):
     """Values that `schema` must refuse."""
     if isinstance(schema, Str):
-        return not_((str,)) | st.text(min_size=schema.max_length + 1, max_size=schema.max_length + 3)
+        too_long = st.text(min_size=schema.max_length + 1, max_size=schema.max_length + 3)
+        not_unicode = st.sampled_from(["\ud800", "a\udfff", "ok\x00"])  # lone surrogates, NUL
+        return not_((str,)) | too_long | not_unicode
     if isinstance(schema, Int):
         out_of_range = st.integers(max_value=schema.min - 1) | st.integers(min_value=schema.max + 1)
         return not_((int,) if not schema.nullable else (int, type(None))) | out_of_range
+    if isinstance(schema, Moment):  # before 2000 or well after now
+        return not_((int,) if not schema.nullable else (int, type(None))) | st.integers(max_value=EARLIEST_MS - 1) \
+            | st.integers(min_value=int(time.time() * 1000) + 2 * 86_400_000)  # fmt: skip
     if isinstance(schema, Bool):
         return not_((bool,))
     if isinstance(schema, Choice):

@@ -6,6 +6,7 @@ import datetime as dt
 
 from django import forms
 
+from ..inputs import is_ascii_int
 from .strategies import STRATEGIES
 
 
@@ -40,7 +41,7 @@ class ResetForm(forms.Form):
             if not line.strip():
                 continue
             label, _, offset = line.strip().rpartition(" ")
-            if not label.strip() or not offset.lstrip("-").isdigit():
+            if not label.strip() or not is_ascii_int(offset):
                 raise forms.ValidationError(f"line {number}: write 'topic@broker#queue offset', not {line.strip()!r}")
             parsed[label.strip()] = int(offset)
         return parsed

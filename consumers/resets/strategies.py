@@ -14,8 +14,9 @@ Every target is clamped to [min, max]; a queue never committed cannot be shifted
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
+
+from ..inputs import moment_problem
 
 STRATEGIES = {
     "time": "to a point in time",
@@ -91,9 +92,9 @@ def validate_params(params: dict, *, now_ms: int) -> dict:
         timestamp = params.get("timestamp_ms")
         if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
             raise InvalidReset("a time reset needs timestamp_ms, milliseconds since the epoch")
-        if timestamp > now_ms:
-            when = dt.datetime.fromtimestamp(timestamp / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-            raise InvalidReset(f"{when} UTC is in the future: nothing is stored after it yet")
+        problem = moment_problem(timestamp, now_ms=now_ms, past_only=True)
+        if problem:
+            raise InvalidReset(f"the time {problem}")
         clean["timestamp_ms"] = timestamp
     elif strategy == "exact":
         offsets = params.get("offsets")

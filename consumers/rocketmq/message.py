@@ -284,7 +284,7 @@ def format_properties(properties: dict[str, str]) -> str:
 def split_address(address: str) -> tuple[str, int]:
     """`ip:port`, where IPv6 addresses come without brackets: split on the last colon."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not (port.isascii() and port.isdigit()):  # "²".isdigit() is true too
         raise ProtocolError(f"malformed address {address!r}")
     return host.strip("[]"), int(port)
 

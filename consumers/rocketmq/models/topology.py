@@ -289,7 +289,7 @@ class BrokerRuntimeInfo:
     @property
     def boot_timestamp(self) -> int | None:
         value = self.table.get("bootTimestamp")
-        return int(value) if value and value.isdigit() else None
+        return int(value) if value and value.isascii() and value.isdigit() else None
 
 
 @dataclass(slots=True)

@@ -1,0 +1,57 @@
+"""The rules every piece of text from outside meets before it is used: the API's schemas
+(consumers/apischema.py), the forms and the query strings all check through here, so a rule
+fixed once holds everywhere.
+
+- Text is valid Unicode: no lone UTF-16 surrogates (JSON can spell them, "\\ud800"; no database,
+  Redis key or broker frame can encode them) and no NUL.
+- Digits mean ASCII digits: `str.isdigit()` says yes to "²" and "①", which `int()` refuses.
+- A moment given in milliseconds lies between 2000-01-01 and a day from now (a reset to a
+  time cannot point before any RocketMQ release, and 2^63 - 1 is no year Python can show).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+_ASCII_INT = re.compile(r"-?[0-9]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+EARLIEST_MS = int(EARLIEST.timestamp() * 1000)
+FUTURE_SLACK = dt.timedelta(days=1)
+_LAST_SHOWN_MS = int(dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be used as text, or None when it can."""
+    if _SURROGATE.search(value):
+        return "must be valid Unicode (it holds a lone surrogate)"
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    return None
+
+
+def is_ascii_int(text: str) -> bool:
+    """An optional minus and ASCII digits only (not "²", "١", "①" or "+1")."""
+    return _ASCII_INT.fullmatch(text) is not None
+
+
+def ascii_int(text: str) -> int | None:
+    """The integer `text` spells in ASCII digits, or None."""
+    return int(text) if is_ascii_int(text) else None
+
+
+def moment_problem(ms: int, *, now_ms: int, past_only: bool) -> str | None:
+    """Why `ms` (milliseconds since the epoch) is not a moment the console can use, or None."""
+    if ms < EARLIEST_MS:
+        return f"must be after {EARLIEST:%Y-%m-%d} (milliseconds since the epoch, UTC)"
+    latest = now_ms if past_only else now_ms + int(FUTURE_SLACK.total_seconds() * 1000)
+    if ms > latest:
+        if ms > _LAST_SHOWN_MS:
+            return "is in the future (after the year 9999)"
+        when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+        return f"{when:%Y-%m-%d %H:%M:%S} UTC is in the future" + (
+            ": nothing is stored after it yet" if past_only else ""
+        )
+    return None
