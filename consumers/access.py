@@ -16,11 +16,11 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from . import apischema
+from . import apischema, lockout
 from .apischema import Obj
 from .models import Cluster
 from .roles import VIEW, perm
-from .tokens.auth import token_user
+from .tokens.auth import TokenLockedOut, token_user
 
 
 def console_page(view):
@@ -62,7 +62,7 @@ def api_view(view=None, *, methods: tuple[str, ...] = ("GET",), body: Obj | None
             return response
         user, via = _api_user(request)
         if user is None:
-            return _unauthenticated(via)
+            return _unauthenticated(request, via)
         request.user = user
         if request.method == "POST":
             refused = _write_refused(request, via)
@@ -87,13 +87,26 @@ def _api_user(request):
         return (request.user if request.user.is_authenticated else None), "session"
     scheme, _, credentials = header.partition(" ")
     if scheme.lower() == "bearer":
-        return token_user(request, credentials.strip()), "token"
+        try:
+            return token_user(request, credentials.strip()), "token"
+        except TokenLockedOut as locked:
+            request.token_locked_for = locked.left
+            return None, "token-locked"
     if scheme.lower() == "basic" and settings.API_BASIC_AUTH:
         return _basic_auth_user(request, credentials.strip()), "basic"
     return None, "scheme"
 
 
-def _unauthenticated(via: str):
+def _unauthenticated(request, via: str):
+    if via == "token-locked":
+        left = request.token_locked_for
+        message = (
+            f"too many refused tokens with this prefix from your address: locked for {lockout.describe(left)} "
+            "after the last refusal (other tokens and password logins are not affected)"
+        )
+        response = json_error(429, message)
+        response["Retry-After"] = str(max(1, int(left.total_seconds())))
+        return response
     messages = {
         "session": "authentication required: send Authorization: Bearer <token> (see API tokens)",
         "token": "the token is not valid (unknown, revoked or expired)",

@@ -47,6 +47,8 @@ AXES_MODEL_PERMISSIONS = [
     "view_accessfailurelog",
     "view_accesslog",
 ]
+# refused API tokens per (prefix, address): seen and unlocked (deleted) in the Django admin
+TOKEN_FAILURE_PERMISSIONS = ["view_tokenfailure", "delete_tokenfailure"]
 # The app of each permission that is not this app's own (codenames are unique across them).
 PERMISSION_APP_LABELS = {codename: "axes" for codename in AXES_MODEL_PERMISSIONS}
 
@@ -54,7 +56,15 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     "viewer": [VIEW],
     "operator": [VIEW, REQUEST],
     "approver": [VIEW, APPROVE],
-    "admin": [VIEW, REQUEST, APPROVE, *CLUSTER_MODEL_PERMISSIONS, *ALERT_MODEL_PERMISSIONS, *AXES_MODEL_PERMISSIONS],
+    "admin": [
+        VIEW,
+        REQUEST,
+        APPROVE,
+        *CLUSTER_MODEL_PERMISSIONS,
+        *ALERT_MODEL_PERMISSIONS,
+        *AXES_MODEL_PERMISSIONS,
+        *TOKEN_FAILURE_PERMISSIONS,
+    ],
 }
 ROLES = tuple(ROLE_PERMISSIONS)
 
@@ -65,6 +75,11 @@ def perm(codename: str) -> str:
 
 def app_label_of(codename: str) -> str:
     return PERMISSION_APP_LABELS.get(codename, "consumers")
+
+
+def is_admin(user) -> bool:
+    """The admin role (or a superuser): what only admins do beyond the three other roles."""
+    return user.is_superuser or user.has_perm(perm("change_cluster"))
 
 
 def may_read_bodies(user) -> bool:

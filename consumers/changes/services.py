@@ -28,7 +28,7 @@ def decide(
         kind.ended_unrun(rejected)
         return rejected
     if action == "cancel":
-        cancelled = workflow.cancel(request, actor=actor)
+        cancelled = workflow.cancel(request, actor=actor, reason=reason)
         kind.ended_unrun(cancelled)
         return cancelled
     if action in kind.actions:

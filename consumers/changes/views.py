@@ -13,7 +13,7 @@ from ..access import bad_request, console_action, console_page, remote_addr
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
 from ..rocketmq import RocketMQError
-from ..roles import APPROVE, REQUEST, hide_bodies, perm
+from ..roles import APPROVE, REQUEST, hide_bodies, is_admin, perm
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
 from .models import State
@@ -53,6 +53,12 @@ def _detail(request, change, *, status: int = 200):
         "can_decide": request.user.has_perm(perm(APPROVE))
         and (request.user.pk != change.requested_by_id or single_person_mode()),
         "can_request": request.user.has_perm(perm(REQUEST)),
+        # the author cancels; an admin may cancel someone else's request, with a reason
+        "cancel_as": "author"
+        if request.user.pk == change.requested_by_id
+        else "admin"
+        if is_admin(request.user)
+        else None,
         "nav": "changes",
     }
     template = "changes/_status.html" if request.htmx else "changes/detail.html"

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from .. import audit
 from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
-from ..roles import APPROVE, REQUEST, perm
+from ..roles import APPROVE, REQUEST, is_admin, perm
 from . import kinds, notify
 from .models import ChangeRequest, State
 
@@ -153,13 +153,25 @@ def reject(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeReques
     return rejected
 
 
-def cancel(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
-    """The requester (or an approver) withdraws a request that has not started."""
+def cancel(request: ChangeRequest, *, actor: Actor, reason: str = "") -> ChangeRequest:
+    """The requester withdraws a request that has not started. An admin may withdraw someone
+    else's (the author left, the request is wrong) but must say why: the reason is audited.
+    Approvers may not: saying no to a request is rejecting it, with a reason, in the open."""
     user = actor.user
-    if user != request.requested_by and not user.has_perm(perm(APPROVE)):
-        raise ChangeRefused("only the requester or an approver may cancel a request", 403)
+    by_author = user == request.requested_by
+    if not by_author and not is_admin(user):
+        raise ChangeRefused("only the requester (or an admin, with a reason) may cancel a request", 403)
+    if not by_author and not reason.strip():
+        raise ChangeRefused("cancelling someone else's request needs a reason")
+    details = {} if by_author else {"reason": reason.strip(), "requested_by": request.requested_by.get_username()}
     cancelled = transition(
-        request, {State.DRAFT, State.PENDING, State.APPROVED}, State.CANCELLED, actor=actor, action="cancel"
+        request,
+        {State.DRAFT, State.PENDING, State.APPROVED},
+        State.CANCELLED,
+        actor=actor,
+        action="cancel",
+        details=details,
+        **({} if by_author else {"decided_by": user, "decided_at": timezone.now(), "decision_reason": reason.strip()}),
     )
     if cancelled is None:
         raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}: too late to cancel", 409)

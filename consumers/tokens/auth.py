@@ -1,29 +1,34 @@
-"""Bearer tokens as credentials, throttled like passwords: a wrong token counts as a failed
-login (django-axes, per address), and a locked-out address gets no answer about any token.
-Not per token prefix: prefixes are not secret (the audit log names them), so counting by prefix
-would let anyone lock someone else's script out with a few wrong tokens."""
+"""Bearer tokens as credentials, throttled apart from passwords (consumers/tokens/throttle.py:
+per token prefix and address, never locking password logins)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.signals import user_login_failed
+import datetime as dt
 
-from . import services
+from . import services, throttle
 
 
-def _credentials(request) -> dict:
-    # the address stands in for a username (never the secret in axes's tables): a lockout then
-    # holds only the address that guessed
-    return {"username": f"api-token@{request.META.get('REMOTE_ADDR', '')}"}
+class TokenLockedOut(Exception):
+    def __init__(self, left: dt.timedelta):
+        super().__init__(f"locked for {left}")
+        self.left = left
 
 
 def token_user(request, secret: str):
-    from axes.handlers.proxy import AxesProxyHandler
-
-    credentials = _credentials(request)
-    if AxesProxyHandler.is_locked(request, credentials):
-        request.axes_locked_out = True  # AxesMiddleware answers with the lockout response
-        return None
-    user = services.user_for(secret, remote_addr=request.META.get("REMOTE_ADDR", ""))
+    """The token's user, or None when it is refused; TokenLockedOut when too many refusals of
+    this prefix came from this address (checked before the token is)."""
+    address = request.META.get("REMOTE_ADDR", "")
+    prefix = throttle.bucket(services.prefix_of(secret))
+    row = throttle.counted(prefix, address)
+    left = throttle.locked_for(row)
+    if left is not None:  # not counted again: the lock ends a cool-off after the last refusal
+        raise TokenLockedOut(left)
+    user = services.user_for(secret, remote_addr=address)
     if user is None:
-        user_login_failed.send(sender=__name__, credentials=credentials, request=request)
+        throttle.record_failure(prefix, address)
+        left = throttle.locked_for(throttle.counted(prefix, address))
+        if left is not None:  # the refusal that reaches the limit is answered as the lockout, as axes does
+            raise TokenLockedOut(left)
+    elif row is not None:
+        throttle.clear(prefix, address)
     return user

@@ -37,3 +37,19 @@ class ApiToken(models.Model):
         if self.expires_at is not None and self.expires_at <= timezone.now():
             return "expired"
         return "active"
+
+
+class TokenFailure(models.Model):
+    """Refused tokens counted per (token prefix, address): see consumers/tokens/throttle.py."""
+
+    prefix = models.CharField(max_length=16)  # "?" for prefixes no token has
+    address = models.CharField(max_length=64)
+    failures = models.PositiveIntegerField(default=0)
+    last_failure_at = models.DateTimeField()
+
+    class Meta:
+        app_label = "consumers"
+        constraints = [models.UniqueConstraint(fields=["prefix", "address"], name="token_failure_once")]
+
+    def __str__(self) -> str:
+        return f"{self.failures} refused token(s) {self.prefix}… from {self.address}"

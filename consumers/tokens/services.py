@@ -44,11 +44,18 @@ def revoke(user, token_id: int, *, remote_addr: str = "") -> ApiToken | None:
     return token
 
 
+def prefix_of(secret: str) -> str:
+    """The prefix a presented token names ("" when it is not shaped like one of ours)."""
+    if not secret.startswith(PREFIX) or len(secret) > 200:
+        return ""
+    return secret[len(PREFIX) :].partition("_")[0][:16]
+
+
 def user_for(secret: str, *, remote_addr: str = ""):
     """The active user a presented token belongs to, or None."""
-    if not secret.startswith(PREFIX) or len(secret) > 200:
+    prefix = prefix_of(secret)
+    if not prefix:
         return None
-    prefix = secret[len(PREFIX) :].partition("_")[0]
     token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
     if token is None or not hmac.compare_digest(token.digest, _digest(secret)):
         return None

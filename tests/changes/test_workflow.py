@@ -123,9 +123,26 @@ def test_rejection_needs_a_reason_and_is_final(personas, cluster):
 
 def test_cancel_by_the_requester_until_it_runs(personas, cluster):
     request = submit(personas, cluster)
-    with pytest.raises(ChangeRefused, match="only the requester or an approver"):
-        workflow.cancel(request, actor=Actor(personas["viewer"]))
-    assert workflow.cancel(request, actor=Actor(personas["operator"])).state == State.CANCELLED
+    for who in ("viewer", "approver"):  # an approver who disagrees rejects, with a reason
+        with pytest.raises(ChangeRefused, match="only the requester") as refused:
+            workflow.cancel(request, actor=Actor(personas[who]), reason="not needed")
+        assert refused.value.status == 403
+    assert ChangeRequest.objects.get(pk=request.pk).state == State.PENDING and actions(request) == ["request"]
+    cancelled = workflow.cancel(request, actor=Actor(personas["operator"]))
+    assert cancelled.state == State.CANCELLED and cancelled.decided_by is None
+
+
+def test_an_admin_cancels_someone_elses_request_only_with_a_reason_and_it_is_audited(personas, cluster):
+    request = submit(personas, cluster)
+    with pytest.raises(ChangeRefused, match="needs a reason"):
+        workflow.cancel(request, actor=Actor(personas["admin"]), reason="  ")
+    assert ChangeRequest.objects.get(pk=request.pk).state == State.PENDING
+    cancelled = workflow.cancel(request, actor=Actor(personas["admin"], "10.0.0.9"), reason="author left the team")
+    assert cancelled.state == State.CANCELLED and cancelled.decided_by == personas["admin"]
+    assert cancelled.decision_reason == "author left the team"
+    event = AuditEvent.objects.get(change_request=request, action="cancel")
+    assert (event.username, event.remote_addr) == ("admin", "10.0.0.9")
+    assert event.details["reason"] == "author left the team" and event.details["requested_by"] == "operator"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import re
 
+from axes.models import AccessAttempt
 from django.utils import timezone
 
 from consumers.changes.models import AuditEvent
@@ -74,35 +75,73 @@ def test_a_bad_token_form_is_a_400_and_makes_nothing(client, personas, redis):
     assert not ApiToken.objects.exists()
 
 
-def test_guessing_tokens_locks_the_address_out(client, personas, redis, settings):
-    """Wrong tokens count as failed logins: after AXES_FAILURE_LIMIT of them the address gets a
-    429 even for a good token (the answer must not tell a guesser they found one); unlocking
-    (the admin's AccessAttempt page, or axes_reset) lets it in again."""
-    from axes.utils import reset
+def _from(client, secret: str, address: str):
+    return client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer {secret}", REMOTE_ADDR=address)
 
+
+def test_a_revoked_token_in_a_loop_locks_only_itself_from_its_address_never_password_logins(
+    client, personas, redis, settings
+):
+    """One cron job with a revoked token behind an office's NAT: its refusals lock that token's
+    prefix from that address, and nothing else: not password logins from the address (they
+    were locked for 30 minutes before), not the other tokens from it, not the prefix elsewhere."""
+    from tests.conftest import PASSWORD
+
+    settings.AXES_FAILURE_LIMIT = 5
+    client.force_login(personas["operator"])
+    revoked, other = _create(client, "old cron"), _create(client, "new cron")
+    client.post(f"/account/tokens/{ApiToken.objects.get(name='old cron').pk}/revoke/")
+    client.logout()
+    office = "10.1.1.1"
+    answers = [_from(client, revoked, office).status_code for _ in range(settings.AXES_FAILURE_LIMIT + 2)]
+    assert answers == [401] * (settings.AXES_FAILURE_LIMIT - 1) + [429] * 3
+    locked = _from(client, revoked, office)
+    assert 0 < int(locked["Retry-After"]) <= 1800 and "password logins are not affected" in locked.json()["error"]
+    assert _from(client, other, office).status_code == 200  # another token from the same address
+    assert _from(client, revoked, "10.2.2.2").status_code == 401  # the same prefix elsewhere: refused, not locked
+    login = client.post("/login/", {"username": "viewer", "password": PASSWORD}, REMOTE_ADDR=office)
+    assert login.status_code == 302 and client.session.get("_auth_user_id")  # passwords from the office still work
+    assert AuditEvent.objects.filter(action="api-token-locked-out", remote_addr=office).count() == 1
+
+
+def test_made_up_prefixes_share_one_count_per_address_and_a_good_token_still_works(client, personas, redis, settings):
+    """A guesser gains nothing by inventing prefixes (they are one bucket per address); a real
+    token from that address is another bucket."""
+    settings.AXES_FAILURE_LIMIT = 5
     client.force_login(personas["viewer"])
     good = _create(client)
     client.logout()
-    answers = [_api(client, f"rmqc_{n:08x}_guess").status_code for n in range(settings.AXES_FAILURE_LIMIT)]
-    assert answers == [401] * (settings.AXES_FAILURE_LIMIT - 1) + [429]  # the failure that reaches the limit locks
-    locked = _api(client, good)
-    assert locked.status_code == 429 and locked.json()["status"] == 429
-    assert reset(ip="127.0.0.1") >= 1
+    answers = [_api(client, f"rmqc_{n:08x}_guess").status_code for n in range(settings.AXES_FAILURE_LIMIT + 1)]
+    assert answers == [401] * (settings.AXES_FAILURE_LIMIT - 1) + [429] * 2
     assert _api(client, good).status_code == 200
 
 
 def test_wrong_tokens_with_someone_elses_prefix_lock_only_the_guessing_address(client, personas, redis, settings):
     """Prefixes are public (the audit log shows them): wrong tokens sent with another user's
-    prefix from one address must not lock that user's script out at its own address."""
-    from axes.utils import reset
+    prefix from one address lock that prefix at that address only; there even the right token
+    is answered 429 (the answer must not tell a guesser they found it). Deleting the row, as
+    the admin does, unlocks."""
+    from consumers.tokens.models import TokenFailure
 
     client.force_login(personas["operator"])
     theirs = _create(client, "their script")
     client.logout()
     prefix = theirs.split("_")[1]
     for _ in range(settings.AXES_FAILURE_LIMIT):
-        client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer rmqc_{prefix}_wrong", REMOTE_ADDR="10.9.9.9")
-    locked = client.get("/api/clusters/", HTTP_AUTHORIZATION=f"Bearer {theirs}", REMOTE_ADDR="10.9.9.9")
-    assert locked.status_code == 429  # the guessing address is locked out
-    assert _api(client, theirs).status_code == 200  # the script, from its own address, is not
-    assert reset(ip="10.9.9.9") >= 1
+        _from(client, f"rmqc_{prefix}_wrong", "10.9.9.9")
+    assert _from(client, theirs, "10.9.9.9").status_code == 429
+    assert _api(client, theirs).status_code == 200  # the script, from its own address, is not locked
+    assert not AccessAttempt.objects.exists()  # nothing counted against password logins
+    assert TokenFailure.objects.filter(prefix=prefix, address="10.9.9.9").delete()[0] == 1
+    assert _from(client, theirs, "10.9.9.9").status_code == 200
+
+
+def test_a_token_accepted_clears_its_count(client, personas, redis, settings):
+    from consumers.tokens.models import TokenFailure
+
+    client.force_login(personas["viewer"])
+    good = _create(client)
+    client.logout()
+    _api(client, good[:-1] + ("A" if good[-1] != "A" else "B"))
+    assert TokenFailure.objects.get().failures == 1
+    assert _api(client, good).status_code == 200 and not TokenFailure.objects.exists()
