@@ -50,6 +50,13 @@ class Report(models.Model):
     rows = models.PositiveIntegerField(null=True, blank=True)
     coverage = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # every build is an attempt (a take-over starts it again) with its own work folder;
+    # files_attempt: the one that wrote the files (None: none)
+    attempt = models.PositiveIntegerField(default=0)
+    files_attempt = models.PositiveIntegerField(null=True, blank=True)
+    # the latest attempt's chromium, killed by a take-over if still running (consumers/jobprocess.py)
+    process_pid = models.IntegerField(null=True, blank=True)
+    process_started = models.BigIntegerField(null=True, blank=True)  # /proc/<pid>/stat start time
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -5,7 +5,7 @@ so a chart in the PDF is the chart on the screen."""
 
 from __future__ import annotations
 
-import json
+import math
 import subprocess
 import tempfile
 from pathlib import Path
@@ -14,6 +14,7 @@ import plotly
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from .. import jobprocess
 from ..stats import charts
 from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
 
@@ -74,6 +75,18 @@ def figures(content: ReportContent, worst: list[dict]) -> list[dict]:
     return [{"data": f["data"], "layout": {**f["layout"], "width": 1000}} for f in drawn if f.get("points")]
 
 
+def _json_safe(value):
+    """`value` with NaN and infinities as None: json_script would write them as NaN, which
+    JSON.parse refuses (no chart at all); plotly draws None as a gap."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def render_html(content: ReportContent, title: str) -> str:
     worst = worst_groups(content, settings.REPORT_PDF_GROUP_TABLES)
     worst_keys = {(g["cluster"], g["group"]) for g in worst}
@@ -87,7 +100,7 @@ def render_html(content: ReportContent, title: str) -> str:
             "title": title,
             "content": content,
             "plotly_js": PLOTLY_JS.as_uri(),
-            "figures_json": json.dumps(figures(content, worst)),
+            "figures": _json_safe(figures(content, worst)),
             "summary_columns": SUMMARY_COLUMNS,
             "detail_columns": DETAIL_COLUMNS[2:],
             "summary": [[row.get(k) for k, _, _ in SUMMARY_COLUMNS] for row in content.summary],
@@ -101,19 +114,27 @@ def render_html(content: ReportContent, title: str) -> str:
     )
 
 
-def write_pdf(content: ReportContent, path: Path, *, title: str) -> None:
-    html = path.with_suffix(".html")
+def write_pdf(content: ReportContent, path: Path, *, title: str, owner: jobprocess.Owner | None = None) -> None:
+    """Print the report to `path`. Its HTML, chromium's profile and output sit beside it (a build
+    gives each attempt a folder of its own). `owner`: the report build chromium is recorded on,
+    so a take-over kills it (consumers/jobprocess.py); it dies with the worker in any case."""
+    html, log_path = path.with_suffix(".html"), path.with_suffix(".chromium.log")
     html.write_text(render_html(content, title), encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="report-chromium-") as profile:
-        command = [settings.REPORT_CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                   f"--print-to-pdf={path}", "--virtual-time-budget=30000", html.as_uri()]  # fmt: skip
-        try:
-            finished = subprocess.run(command, capture_output=True, timeout=settings.REPORT_PDF_TIMEOUT, check=False)
-        except FileNotFoundError:
-            raise PdfError(f"{settings.REPORT_CHROMIUM} not found: install chromium or set REPORT_CHROMIUM") from None
-        except subprocess.TimeoutExpired:
-            raise PdfError(f"chromium did not finish the PDF within {settings.REPORT_PDF_TIMEOUT} s") from None
-    html.unlink(missing_ok=True)
-    if finished.returncode != 0 or not path.exists() or path.stat().st_size == 0:
-        tail = finished.stderr.decode(errors="replace")[-2000:]
-        raise PdfError(f"chromium could not print the PDF (exit {finished.returncode}): {tail}")
+    try:
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-", dir=path.parent) as profile:
+            command = [settings.REPORT_CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                       f"--print-to-pdf={path}", "--virtual-time-budget=30000", html.as_uri()]  # fmt: skip
+            # a file, not a pipe: nobody reads while waiting, and a renderer keeping it open would hold us
+            with open(log_path, "wb") as log:
+                returncode = jobprocess.run(owner, command, timeout=settings.REPORT_PDF_TIMEOUT,
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        tail = log_path.read_text(errors="replace")[-2000:]
+    except FileNotFoundError:
+        raise PdfError(f"{settings.REPORT_CHROMIUM} not found: install chromium or set REPORT_CHROMIUM") from None
+    except subprocess.TimeoutExpired:
+        raise PdfError(f"chromium did not finish the PDF within {settings.REPORT_PDF_TIMEOUT} s") from None
+    finally:
+        html.unlink(missing_ok=True)
+        log_path.unlink(missing_ok=True)
+    if returncode != 0 or not path.exists() or path.stat().st_size == 0:
+        raise PdfError(f"chromium could not print the PDF (exit {returncode}): {tail}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, claims
+from .. import audit, claims, jobprocess
 from ..models import Cluster
 from ..stats.models import GroupDay
 from .content import ReportSpec, build_content
@@ -128,7 +129,15 @@ def _build(report: Report, token: str) -> Report:
     def progress(percent: int, stage: str) -> None:
         claims.beat(Report, report.pk, token, progress=percent, stage=stage)
 
+    work = None
     try:
+        # a take-over starts the build again as a new attempt, once the earlier one's chromium is dead
+        report.attempt = jobprocess.begin_attempt(Report, report.pk, token)
+        for left in directory.glob("attempt-*"):  # earlier attempts' (their worker died)
+            shutil.rmtree(left, ignore_errors=True)
+        # the attempt's files are written in its own folder and moved into place when it ends
+        work = directory / f"attempt-{report.attempt}"
+        work.mkdir()
         content = build_content(spec_of(report), progress)
         files = {}
         step = 70 // len(report.formats)
@@ -136,29 +145,46 @@ def _build(report: Report, token: str) -> Report:
             progress(30 + index * step, f"writing {fmt.upper()}")
             name = file_name(report, fmt)
             if fmt == "pdf":
-                write_pdf(content, directory / name, title=report.title)
+                write_pdf(content, work / name, title=report.title, owner=jobprocess.Owner(Report, report.pk, token))
             else:
-                WRITERS[fmt](content, directory / name)
+                WRITERS[fmt](content, work / name)
             files[fmt] = name
-        report.files = files
+        report.files, report.files_attempt = files, report.attempt
         report.groups = len(content.summary)
         report.rows = len(content.detail)
         shares = [share for share in content.coverage.values() if share is not None]
         report.coverage = min(shares) if shares else None
         report.state, report.progress, report.stage = Report.State.READY, 100, "ready"
+    except jobprocess.Superseded:  # taken over: the attempt that took it ends it
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+        return Report.objects.get(pk=report.pk)
     except Exception as exc:  # recorded on the report, which must never stay "running"
         log.exception("report %s failed", report.pk)
         report.state, report.error, report.stage = Report.State.FAILED, f"{type(exc).__name__}: {exc}", "failed"
     report.finished_at = timezone.now()
-    ended = {f: getattr(report, f) for f in ("files", "groups", "rows", "coverage", "state", "progress", "stage",
-                                             "error", "finished_at")}  # fmt: skip
-    # only while the build is still ours: one taken over by another worker is that one's to end
-    Report.objects.filter(pk=report.pk, run_token=token).update(**ended)
+    ended = {f: getattr(report, f) for f in ("files", "files_attempt", "groups", "rows", "coverage", "state",
+                                             "progress", "stage", "error", "finished_at")}  # fmt: skip
+    try:
+        # only while the build is still ours: one taken over by another worker is that one's to end
+        with transaction.atomic():
+            if Report.objects.filter(pk=report.pk, run_token=token).update(**ended):
+                for name in report.files.values() if report.state == Report.State.READY else ():
+                    os.replace(work / name, directory / name)
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     return Report.objects.get(pk=report.pk)
 
 
 def give_up(report_id: int, token: str, why: str) -> None:
-    """End a build killed at its time limit (claims.requeue_silent): failed, with why."""
+    """End a build killed at its time limit (claims.requeue_silent): failed, with why, its
+    chromium killed if it outlived its worker (one that does not die: the next housekeeping)."""
+    try:
+        jobprocess.stop_recorded(Report, report_id)
+    except jobprocess.StillRunning as exc:
+        log.error("report #%s not ended: %s", report_id, exc)
+        return
     Report.objects.filter(pk=report_id, run_token=token).update(
         state=Report.State.FAILED, error=why, stage="failed", finished_at=timezone.now()
     )

@@ -39,7 +39,14 @@ class StatsRun(models.Model):
     error_tail = models.TextField(blank=True)
     # (cluster, day) pairs the job left alone, each {"cluster", "date", "why"}: no polls in the history
     skipped = models.JSONField(default=list, blank=True)
-    log_path = models.CharField(max_length=500, blank=True)
+    log_path = models.CharField(max_length=500, blank=True)  # the latest attempt's
+    # every run of the job is an attempt (a take-over starts it again) with its own folder and log;
+    # output_attempt: the one whose rows were loaded (None: none)
+    attempt = models.PositiveIntegerField(default=0)
+    output_attempt = models.PositiveIntegerField(null=True, blank=True)
+    # the latest attempt's spark-submit, killed by a take-over if still running (consumers/jobprocess.py)
+    process_pid = models.IntegerField(null=True, blank=True)
+    process_started = models.BigIntegerField(null=True, blank=True)  # /proc/<pid>/stat start time
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -54,6 +61,10 @@ class StatsRun(models.Model):
         from ..claims import silent_since
 
         return silent_since(self) if self.state == self.State.RUNNING else None
+
+    @property
+    def earlier_attempts(self) -> range:
+        return range(1, self.attempt)
 
     @property
     def seconds(self) -> float | None:

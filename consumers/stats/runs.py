@@ -7,12 +7,17 @@ so a task delivered twice runs it once and a run whose worker died is taken over
 released when the run ends, whatever the outcome. A run still "running" (its worker died) or
 still "queued" (no worker took it) past STATS_RUN_TIME_LIMIT is failed and released by
 `release_abandoned`.
+
+Each run of the job is an attempt (consumers/jobprocess.py): its spark-submit dies with its
+worker, a take-over kills it if it did not before starting its own, and it has its own folder
+(params, summary, log) and history snapshot; the run names the attempt whose rows it loaded.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -23,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import claims
+from .. import claims, jobprocess
 from ..changes.models import ChangeRequest, State
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
@@ -32,6 +37,7 @@ from .models import ClusterDay, GroupDay, RunDay, StatsRun
 from .selectors import days_between
 from .session import spark_environment, submit_command
 
+log = logging.getLogger(__name__)
 ERROR_TAIL_LINES = 40
 MAX_DAYS = 366
 
@@ -148,25 +154,35 @@ def execute_run(run_id: int) -> StatsRun:
     run = StatsRun.objects.get(pk=run_id)
     if claimed is None:
         return run  # a second delivery of the same task, or a live worker has it
-    # the job is idempotent (a computed day is a day replaced): a taken-over run starts again
+    # the job is idempotent (a computed day is a day replaced): a taken-over run starts again,
+    # as a new attempt, once the spark-submit of the attempt it replaces is dead (jobprocess)
     with claims.beating(StatsRun, run.pk, claimed.token):
         return _execute(run, claimed.token)
 
 
+def attempt_dir(run: StatsRun, attempt: int | None = None) -> Path:
+    """An attempt's params, summary and log: its own, so a later attempt truncates nothing."""
+    return Path(settings.STATS_RUN_DIR) / str(run.pk) / f"attempt-{attempt or run.attempt}"
+
+
 def _execute(run: StatsRun, token: str) -> StatsRun:
-    directory = Path(settings.STATS_RUN_DIR) / str(run.pk)
-    directory.mkdir(parents=True, exist_ok=True)
-    params_path, summary_path, log_path = directory / "params.json", directory / "summary.json", directory / "log.txt"
-    run.log_path = str(log_path)
-    run.save(update_fields=["log_path"])
-    snapshot = None
+    snapshot = log_path = None
     try:
+        run.attempt = jobprocess.begin_attempt(StatsRun, run.pk, token)  # Superseded: _finish ends nothing
+        directory = attempt_dir(run)
+        directory.mkdir(parents=True, exist_ok=True)
+        params_path, summary_path = directory / "params.json", directory / "summary.json"
+        log_path = directory / "log.txt"
+        run.log_path = str(log_path)
+        StatsRun.objects.filter(pk=run.pk, run_token=token).update(log_path=run.log_path)
         store = history_store()
         params = run_parameters(run)
         if Path(params["history"]).resolve() == store.root.resolve():
             # a fixed set of files with no poll in two of them (see HistoryStore.snapshot): the
             # job then needs no deduplication, which would shuffle every queue row
-            snapshot = store.root / "_snapshots" / f"run-{run.pk}-{token[:8]}"
+            for left in (store.root / "_snapshots").glob(f"run-{run.pk}-attempt-*"):
+                shutil.rmtree(left, ignore_errors=True)  # an earlier attempt's: its worker died
+            snapshot = store.root / "_snapshots" / f"run-{run.pk}-attempt-{run.attempt}"
             days = days_between(run.first - dt.timedelta(days=1), run.last)
             store.snapshot(run.clusters, days, snapshot)
             params.update(history=str(snapshot), deduplicated=True)
@@ -178,20 +194,18 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
             run.skipped, run.input_rows, run.output_rows = skipped, 0, 0
             return _finish(run, failed=_nothing_computed(skipped), token=token)
         params_path.write_text(json.dumps(params, indent=1))
-        with open(log_path, "wb") as log:
-            finished = subprocess.run(
+        with open(log_path, "wb") as out:
+            returncode = jobprocess.run(
+                jobprocess.Owner(StatsRun, run.pk, token),
                 spark_command(params_path, summary_path),
-                stdout=log,
+                timeout=settings.STATS_RUN_TIME_LIMIT,
+                stdout=out,
                 stderr=subprocess.STDOUT,
                 env=spark_environment(),
                 cwd=settings.BASE_DIR,
-                timeout=settings.STATS_RUN_TIME_LIMIT,
-                check=False,
             )
-        if finished.returncode != 0:
-            return _finish(
-                run, failed=f"spark-submit exited with {finished.returncode}\n{_tail(log_path)}", token=token
-            )
+        if returncode != 0:
+            return _finish(run, failed=f"spark-submit exited with {returncode}\n{_tail(log_path)}", token=token)
         summary = json.loads(summary_path.read_text())
         run.input_rows = sum(summary["input_rows"].values())
         run.output_rows = sum(summary["output_rows"].values())
@@ -199,7 +213,7 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         if not summary["computed"]:
             # nothing was written: every day the run asked for keeps what it had
             return _finish(run, failed=_nothing_computed(summary["skipped"]), token=token)
-        load_summary(summary)
+        _load_attempt(run, token, summary)
         return _finish(run, token=token)
     except subprocess.TimeoutExpired:
         failed = f"stopped after {settings.STATS_RUN_TIME_LIMIT} s\n{_tail(log_path)}"
@@ -209,6 +223,14 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
     finally:
         if snapshot is not None:
             shutil.rmtree(snapshot, ignore_errors=True)
+
+
+def _load_attempt(run: StatsRun, token: str, summary: dict) -> None:
+    """Load the attempt's rows and name it as the output's, together and only while the run is
+    still ours: a run taken over meanwhile is loaded by the attempt that took it."""
+    with transaction.atomic():
+        if StatsRun.objects.filter(pk=run.pk, run_token=token).update(output_attempt=run.attempt):
+            load_summary(summary)
 
 
 def _skipped_before_spark(run: StatsRun, params: dict) -> list[dict] | None:
@@ -245,8 +267,22 @@ def load_summary(summary: dict) -> None:
 
 
 def give_up(run_id: int, token: str, why: str) -> StatsRun:
-    """End a run killed at its time limit (claims.requeue_silent): failed, its days freed."""
+    """End a run killed at its time limit (claims.requeue_silent): failed, its days freed, its
+    spark-submit killed if it outlived its worker."""
+    if not _stopped(run_id):
+        return StatsRun.objects.get(pk=run_id)
     return _finish(StatsRun.objects.get(pk=run_id), failed=why, token=token)
+
+
+def _stopped(run_id: int) -> bool:
+    """Whether no process of the run runs any more (killed if one did): its days may be freed.
+    One that did not die is left running, its days kept; the next housekeeping tries again."""
+    try:
+        jobprocess.stop_recorded(StatsRun, run_id)
+    except jobprocess.StillRunning as exc:
+        log.error("statistics run #%s not ended: %s", run_id, exc)
+        return False
+    return True
 
 
 def release_abandoned() -> list[int]:
@@ -258,11 +294,15 @@ def release_abandoned() -> list[int]:
             Q(state=StatsRun.State.RUNNING, started_at__lt=limit) | Q(state=StatsRun.State.QUEUED, created_at__lt=limit)
         )
     )
+    released = []
     for run in abandoned:
+        if not _stopped(run.pk):
+            continue
         queued = run.state == StatsRun.State.QUEUED
         why = "never started: no worker took it" if queued else "the worker running it stopped"
         _finish(run, failed=f"no end was recorded: {why}")
-    return [run.pk for run in abandoned]
+        released.append(run.pk)
+    return released
 
 
 def prune(today: dt.date | None = None) -> dict:
@@ -285,10 +325,12 @@ def prune(today: dt.date | None = None) -> dict:
     return removed
 
 
-def log_text(run: StatsRun, *, limit: int = 200_000) -> str:
-    if not run.log_path or not Path(run.log_path).exists():
+def log_text(run: StatsRun, *, attempt: int | None = None, limit: int = 200_000) -> str:
+    """The log of an attempt (by default the latest)."""
+    path = attempt_dir(run, attempt) / "log.txt" if attempt else Path(run.log_path) if run.log_path else None
+    if path is None or not path.exists():
         return ""
-    data = Path(run.log_path).read_bytes()
+    data = path.read_bytes()
     return data[-limit:].decode("utf-8", "replace")
 
 
@@ -307,8 +349,8 @@ def _finish(run: StatsRun, *, failed: str | None = None, token: str | None = Non
     return StatsRun.objects.get(pk=run.pk)
 
 
-def _tail(path: Path) -> str:
-    if not path.exists():
+def _tail(path: Path | None) -> str:
+    if path is None or not path.exists():
         return ""
     lines = path.read_text(errors="replace").splitlines()
     errors = [i for i, line in enumerate(lines) if "Error" in line or "Traceback" in line]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from ..access import bad_request, cluster_or_404, console_action, console_page
@@ -100,8 +100,13 @@ def jobs(request):
 
 @console_page
 def job_log(request, pk: int):
+    """The latest attempt's log, or ?attempt=N's (each attempt of a run keeps its own)."""
     run = get_object_or_404(StatsRun, pk=pk)
-    return HttpResponse(log_text(run) or "(no log yet)", content_type="text/plain; charset=utf-8")
+    attempt = request.GET.get("attempt", "")
+    if attempt and not (attempt.isdigit() and 1 <= int(attempt) <= run.attempt):
+        raise Http404(f"{run} has no attempt {attempt}")
+    text = log_text(run, attempt=int(attempt) if attempt else None)
+    return HttpResponse(text or "(no log yet)", content_type="text/plain; charset=utf-8")
 
 
 @console_action
