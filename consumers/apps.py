@@ -15,6 +15,8 @@ class ConsumersConfig(AppConfig):
         gc.set_threshold(*settings.GC_THRESHOLDS)  # why: dashboard/settings.py
         from django.contrib.auth.signals import user_logged_in
 
+        from . import checks  # noqa: F401 (registers the system checks)
+
         # alerts listen to every poll; their deliveries register with the claimed jobs
         from .alerts import tasks as alerts_tasks
         from .live.signals import poll_published

@@ -68,10 +68,29 @@ def beat(model, pk: int, token: str, **fields) -> bool:
     return bool(model.objects.filter(pk=pk, run_token=token).update(heartbeat_at=timezone.now(), **fields))
 
 
+def beat_period() -> float:
+    """How often a live run beats: four beats fit in the take-over's silence."""
+    return max(1.0, settings.CHANGE_RUN_STALE_SECONDS / 4)
+
+
+def heartbeat_age(job, now: dt.datetime | None = None) -> float | None:
+    """Seconds since the job's worker last beat (None: it never did)."""
+    if job.heartbeat_at is None:
+        return None
+    return max(0.0, ((now or timezone.now()) - job.heartbeat_at).total_seconds())
+
+
+def silent_for(job, now: dt.datetime | None = None) -> float | None:
+    """Seconds of silence of a run's worker once two beats are missed (long before the
+    take-over at CHANGE_RUN_STALE_SECONDS); None while it beats."""
+    age = heartbeat_age(job, now)
+    return age if age is not None and age > 2 * beat_period() else None
+
+
 @contextmanager
 def beating(model, pk: int, token: str, *, every: float | None = None):
     """Beat from a thread while a long blocking step runs (a spark-submit, a report build)."""
-    period = every or max(1.0, settings.CHANGE_RUN_STALE_SECONDS / 4)
+    period = every or beat_period()
     done = threading.Event()
 
     def loop():

@@ -21,11 +21,38 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _NOT_TEXT = (int, float, Decimal, dt.date, dt.time, dt.timedelta)
 
 
+# standard base64 (RFC 4648 section 4), padded: groups of four of letters, digits, + and /, the
+# last one ending in = or == (so "=" never comes first)
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+class Base64Text(str):
+    """Text known to be standard base64: written as it is, without the formula guard's `'`.
+
+    A body that starts with the bits 111110 encodes to "+...": with a `'` in front, every
+    base64 decoder refuses the cell (or, ignoring it, decodes other bytes). The guard is not
+    needed there: a formula can only do harm by calling a function (HYPERLINK, WEBSERVICE, DDE
+    through `cmd|`), which needs "(", "|" or "!", and base64 has none of them; the worst a
+    spreadsheet can make of "+A1/B2" is arithmetic on cells. So a column that holds base64
+    keeps it exact, and the exemption holds only for text checked to be base64 (`base64_cell`):
+    anything else that reaches a cell is still guarded."""
+
+    __slots__ = ()
+
+
+def base64_cell(text: str) -> Base64Text:
+    """`text` marked as base64 for `safe_cell`, after checking that it is nothing else."""
+    if not _BASE64.fullmatch(text):
+        raise ValueError("not standard base64: the formula guard would be needed")
+    return Base64Text(text)
+
+
 def safe_cell(value):
     """`value` for a spreadsheet cell: text starting with a formula trigger gets a leading `'`
     (shown as text, never evaluated); numbers, dates and None are returned unchanged, so they
-    stay numeric cells (the number -5 stays -5, the text "-5" becomes "'-5")."""
-    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+    stay numeric cells (the number -5 stays -5, the text "-5" becomes "'-5"). Checked base64
+    (Base64Text) is returned unchanged too: why at Base64Text."""
+    if isinstance(value, str) and not isinstance(value, Base64Text) and value.startswith(FORMULA_TRIGGERS):
         return "'" + value
     return value
 

@@ -248,6 +248,19 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis down, for any length of time: the worker keeps trying (Celery's default gives up after
+# 100 tries, then the worker stops consuming), every CELERY_BROKER_RECONNECT_MAX_SECONDS at most
+# once the tries have ramped up (Celery's fixed 30 s would leave the data stale for up to 30 s
+# after Redis is back; dashboard/celery.py applies it).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_RECONNECT_MAX_SECONDS = env_int("CELERY_BROKER_RECONNECT_MAX_SECONDS", 2)
+CELERY_WORKER_CONSUMER = "dashboard.celery:ReconnectingConsumer"
+# When the connection is lost, tasks already running go on to their end (Celery's default, kept
+# on purpose): every long task holds a claim (consumers/claims.py), so the copy Redis delivers
+# again after the outage finds the job done or still beating and runs nothing twice, while
+# cancelling them would cut a redrive or a statistics run off in the middle for nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     # cheap: finds the clusters whose poll interval has passed and enqueues their polls
@@ -274,6 +287,9 @@ ROCKETMQ_BROKER_DEADLINE = float(env_str("ROCKETMQ_BROKER_DEADLINE", "3"))
 # At most this many groups asked of the proxies per poll (a proxy answers ~330 connection lists
 # a second): those that had gRPC clients last poll always, the others in rotation
 ROCKETMQ_PROXY_GROUPS_PER_POLL = env_int("ROCKETMQ_PROXY_GROUPS_PER_POLL", 300)
+# After a proxy restarts, its gRPC clients are unknown (not STOPPED) this long: the SDK clients
+# register again at their next heartbeat, 20 to 85 s later as measured (consumers/live/proxy_grace.py)
+ROCKETMQ_PROXY_RESTART_GRACE = env_int("ROCKETMQ_PROXY_RESTART_GRACE", 90)
 # A value older than poll interval + poll deadline + this margin is stale.
 STALE_MARGIN_SECONDS = env_int("STALE_MARGIN_SECONDS", 5)
 # A broker the name server stopped listing is shown as missing until removed, or this long.
@@ -411,8 +427,10 @@ for _network in METRICS_ALLOWED_NETWORKS:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network (10.0.0.0/8)") from None
 METRICS_PER_QUEUE = env_bool("METRICS_PER_QUEUE", False)
 
-# Alerts (consumers/alerts/): links in notifications start with this
-CONSOLE_BASE_URL = env_str("CONSOLE_BASE_URL", "http://127.0.0.1:8000")
+# Alerts (consumers/alerts/): links in notifications start with this. No default: a guess (the
+# development server's http://127.0.0.1:8000) sent every receiver to its own machine. Unset,
+# notifications carry the page's path and say there is no link; `manage.py check` warns.
+CONSOLE_BASE_URL = env_str("CONSOLE_BASE_URL", "")
 # a failed notification is tried again after 5 s, 10 s, 20 s ... at most this far apart
 ALERT_RETRY_BASE_SECONDS = env_int("ALERT_RETRY_BASE_SECONDS", 5)
 ALERT_RETRY_MAX_SECONDS = env_int("ALERT_RETRY_MAX_SECONDS", 300)

@@ -105,6 +105,8 @@ class Demo:
         _start_grpc_traffic(self.harness, self.proxy)
         self.log("Starting the Celery worker and beat, and Django ...")
         environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
+        # the demo knows where it serves the console: its alerts link there
+        environment["CONSOLE_BASE_URL"] = os.environ.get("CONSOLE_BASE_URL") or f"http://127.0.0.1:{self.http_port}"
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "dashboard"]
         # the prefork pool, production's default (`celery -A dashboard worker`): tasks run in forked

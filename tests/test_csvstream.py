@@ -4,6 +4,7 @@ signed-in user downloads or sees is never cached (Cache-Control: no-store)."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import datetime as dt
 import email.message
@@ -20,7 +21,7 @@ from openpyxl import load_workbook
 
 from consumers import audit
 from consumers.changes.models import AuditEvent
-from consumers.csvstream import attachment, csv_writer, safe_cell
+from consumers.csvstream import attachment, base64_cell, csv_writer, safe_cell
 from consumers.dlq.views import CSV_COLUMNS, csv_row
 from consumers.middleware import NoStoreMiddleware
 from consumers.models import Cluster
@@ -88,7 +89,35 @@ def test_a_dlq_export_record_as_a_csv_row():
     assert len(CSV_COLUMNS) == 13
     cells = next(csv.reader([csv_writer().writerow(csv_row(record))]))
     assert cells == ["broker-a", "0", "17", "AC11000100002A9F", "'=orig", "'-T", "'@tag", "'=k1 k2", "1700000000000",
-                     "16", "3", '{"KEYS": "=k1 k2"}', "'+/8A"]  # fmt: skip
+                     "16", "3", '{"KEYS": "=k1 k2"}', "+/8A"]  # fmt: skip
+
+
+def test_a_body_whose_base64_starts_with_plus_reads_back_exactly_from_the_csv():
+    body = bytes([0xFB, 0xFF, 0x00, 0x2A])  # 111110...: base64 "+/8AKg=="
+    record = {c: "" for c in CSV_COLUMNS} | {"keys": [], "properties": {}}
+    record["body_base64"] = base64.b64encode(body).decode()
+    cells = next(csv.reader([csv_writer().writerow(csv_row(record))]))
+    assert cells[CSV_COLUMNS.index("body_base64")] == "+/8AKg=="
+    assert base64.b64decode(cells[CSV_COLUMNS.index("body_base64")], validate=True) == body
+
+
+@pytest.mark.parametrize("text", ["+/8A", "+A1/B2==", "-A1", "", "QUJD"])
+def test_checked_base64_is_exempt_from_the_guard_in_csv_and_xlsx(text):
+    if text.startswith("-"):  # not base64 ("-" is the URL-safe alphabet's): refused, the guard stays
+        with pytest.raises(ValueError, match="not standard base64"):
+            base64_cell(text)
+        return
+    assert safe_cell(base64_cell(text)) == text
+    assert csv_writer().writerow([base64_cell(text)]) == (f"{text}\r\n" if text else '""\r\n')
+
+
+@pytest.mark.parametrize(
+    "text", ['+HYPERLINK("http://x")', "=1+1", "+A1 ", "@SUM(A1)", "+cmd|' /C calc'!A0", "==", "=AAA"]
+)
+def test_anything_that_could_call_a_function_is_not_base64_and_keeps_the_guard(text):
+    with pytest.raises(ValueError):
+        base64_cell(text)
+    assert safe_cell(text) == "'" + text
 
 
 # --- Content-Disposition ---------------------------------------------------------------------

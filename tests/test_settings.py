@@ -190,13 +190,46 @@ def test_every_environment_variable_read_is_documented_in_env_example():
 
 
 def env_example() -> dict[str, str]:
-    """The KEY=VALUE lines of .env.example (comments and commented-out settings left out)."""
+    """The KEY=VALUE lines of .env.example (comments and commented-out settings left out) as
+    systemd's EnvironmentFile reads them: the double quotes around a value removed."""
     pairs = {}
     for line in ENV_EXAMPLE.read_text().splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             name, _, value = line.partition("=")
-            pairs[name.strip()] = value
+            quoted = len(value) >= 2 and value[0] == value[-1] == '"'
+            pairs[name.strip()] = value[1:-1] if quoted else value
     return pairs
+
+
+def sourced(shell: str, script: str) -> subprocess.CompletedProcess:
+    """`script` run by `shell` in the project folder, in an environment of PATH alone."""
+    return subprocess.run([shell, "-c", script], env={"PATH": "/usr/bin:/bin"}, capture_output=True,
+                          cwd=settings.BASE_DIR, timeout=30)  # fmt: skip
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])  # sh: Debian's dash, a POSIX shell
+def test_env_example_sources_cleanly_in_a_shell_with_the_values_systemd_reads(shell):
+    """`set -a; . ./.env.example` exported every setting, or stopped at `REPORT_WEEKLY_AT=mon
+    02:00` (the shell ran "02:00" as a command with REPORT_WEEKLY_AT=mon in its environment)."""
+    syntax = sourced(shell, "exec " + shell + " -n .env.example")
+    assert syntax.returncode == 0 and syntax.stderr == b"", syntax.stderr
+    result = sourced(shell, "set -eu; set -a; . ./.env.example; env -0")
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    exported = dict(item.split("=", 1) for item in result.stdout.decode().split("\0") if item)
+    example = env_example()
+    assert {name: exported.get(name) for name in example} == example
+    assert exported["REPORT_WEEKLY_AT"] == "mon 02:00" and exported["STATS_SPARK_MASTER"] == "local[*]"
+
+
+def test_every_unquoted_value_of_env_example_means_the_same_to_a_shell():
+    """A value with a space, a glob or anything else a shell reads is quoted (a new setting too)."""
+    unsafe = {
+        name: value
+        for name, value in (line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines()
+                            if line.strip() and not line.startswith("#"))
+        if not re.fullmatch(r'[A-Za-z0-9_.,:/@%+=-]*|"[^"$`\\]*"', value)
+    }  # fmt: skip
+    assert unsafe == {}
 
 
 def test_check_deploy_is_clean_with_the_production_example(tmp_path):

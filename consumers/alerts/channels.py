@@ -64,14 +64,31 @@ def _alert(alert: Alert, event: str) -> dict:
         "resolved_at": _iso(alert.ended_at) if event == "resolved" else None,
         "resolved_because": alert.end_evidence if event == "resolved" else None,
         "url": link(alert),
+        "path": path(alert),
     }
 
 
-def link(alert: Alert) -> str:
-    base = settings.CONSOLE_BASE_URL.rstrip("/")
+# Without CONSOLE_BASE_URL the console cannot know the address its users open (a guess such as
+# http://127.0.0.1:8000 sent every receiver to its own machine): the message has no link, its
+# page's path instead, and says why. `manage.py check` warns in production (consumers/checks.py).
+NO_BASE_URL = "no link: CONSOLE_BASE_URL is not configured"
+
+
+def path(alert: Alert) -> str:
+    """The alert's page in the console: its group's, or the Alerts page."""
     if alert.scope == "group":
-        return base + reverse("consumers:group-detail", kwargs={"cluster": alert.cluster.name, "group": alert.subject})
-    return base + reverse("consumers:alerts")
+        return reverse("consumers:group-detail", kwargs={"cluster": alert.cluster.name, "group": alert.subject})
+    return reverse("consumers:alerts")
+
+
+def link(alert: Alert) -> str | None:
+    base = (settings.CONSOLE_BASE_URL or "").rstrip("/")
+    return base + path(alert) if base else None
+
+
+def where(a: dict) -> str:
+    """The link, or the page's path and why there is no link (for text messages)."""
+    return a["url"] or f"{a['path']} in the console ({NO_BASE_URL})"
 
 
 def send(delivery: Delivery) -> str:
@@ -109,9 +126,14 @@ def _webhook(channel: Channel, body: dict) -> str:
 
 def _slack(channel: Channel, body: dict) -> str:
     # Slack's mrkdwn reads &, < and > as markup: escaped, as its documentation asks
-    line = headline(body).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = f"{line}\n<{body['alert']['url']}|open in the console>"
+    a = body["alert"]
+    link_line = f"<{a['url']}|open in the console>" if a["url"] else _mrkdwn(where(a))
+    text = f"{_mrkdwn(headline(body))}\n{link_line}"
     return _post(channel.url, json.dumps({"text": text}).encode(), {})
+
+
+def _mrkdwn(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _alertmanager(channel: Channel, body: dict) -> str:
@@ -128,8 +150,11 @@ def _alertmanager_entry(body: dict) -> dict:
         "labels": labels,
         "annotations": {"summary": headline(body), "evidence": a["evidence"]},
         "startsAt": a["fired_at"],
-        "generatorURL": a["url"],
     }
+    if a["url"]:  # Alertmanager wants a URL here: no link, no field (the path is an annotation)
+        entry["generatorURL"] = a["url"]
+    else:
+        entry["annotations"]["console_path"] = where(a)
     if body["event"] == "resolved":
         entry["endsAt"] = a["resolved_at"]
     else:
@@ -161,7 +186,7 @@ def _email(channel: Channel, body: dict) -> str:
     lines = [headline(body), "", f"Rule: {a['rule']} ({a['severity']})", f"Cluster: {a['cluster']}"]
     if a["subject"]:
         lines.append(f"{a['scope'].capitalize()}: {a['subject']}")
-    lines += [f"Evidence: {a['evidence']}", f"Since: {a['fired_at']}", f"Open: {a['url']}"]
+    lines += [f"Evidence: {a['evidence']}", f"Since: {a['fired_at']}", f"Open: {where(a)}"]
     try:
         send_mail(f"[RocketMQ console] {headline(body)}"[:200], "\n".join(lines), settings.DEFAULT_FROM_EMAIL,
                   channel.recipient_list())  # fmt: skip

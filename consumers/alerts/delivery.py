@@ -3,6 +3,11 @@ task send it once. A failed attempt (whatever failed: the receiver, the network,
 server, the message) is logged and tried again with exponential backoff, until
 ALERT_DELIVERY_GIVE_UP_SECONDS after the delivery was made; then it is failed.
 
+Each retry is queued at its time (a Celery task with that eta, `retry`), so the attempts come
+5, 10, 20 s ... apart as documented, without jitter. deliver_due, every 5 s, is only the safety
+net for a retry whose task was lost: it queued every due retry itself before, and its
+REQUEUE_AFTER then held the next one back for 60 s (attempts 11 s, then 63 s apart).
+
 A resolution waits for its firing on the same channel to be sent (or given up on), so a
 receiver never hears them out of order.
 
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from django.conf import settings
 from django.utils import timezone
@@ -24,7 +30,8 @@ from .models import Delivery
 
 log = logging.getLogger(__name__)
 State = Delivery.State
-# deliver_due does not queue a delivery again within this long of queueing it (a busy worker)
+# deliver_due does not queue a delivery again within this long of the time a task was queued for
+# (its own queueing, or a retry's eta): a busy worker gets it once, a lost retry still goes
 REQUEUE_AFTER = dt.timedelta(seconds=60)
 
 
@@ -39,7 +46,14 @@ def due(now: dt.datetime | None = None):
     return waiting.exclude(queued_at__gt=now - REQUEUE_AFTER)
 
 
-def deliver(pk: int) -> str:
+def schedule(failed_attempts: int) -> list[float]:
+    """Seconds between the attempts, after each of the first `failed_attempts` failures."""
+    return [backoff(n).total_seconds() for n in range(1, failed_attempts + 1)]
+
+
+def deliver(pk: int, retry: Callable[[int, dt.datetime], None] | None = None) -> str:
+    """Send it once; after a failure it waits, and `retry(pk, at)` (when given) queues the next
+    attempt for `at`."""
     claim = claims.claim(Delivery, pk, ready=[State.PENDING], running=State.SENDING)
     if claim is None:
         return "not runnable"
@@ -51,7 +65,7 @@ def deliver(pk: int) -> str:
     firing = _unsent_firing(delivery)
     if firing is not None:  # its firing is still being tried: after it, never before
         later = max(firing.next_attempt_at, now) + dt.timedelta(seconds=1)
-        Delivery.objects.filter(pk=pk, run_token=claim.token).update(state=State.PENDING, next_attempt_at=later)
+        _wait(pk, claim, later, retry, attempts=delivery.attempts)
         return "after the firing"
     try:
         result, ok = channels.send(delivery), True
@@ -68,9 +82,21 @@ def deliver(pk: int) -> str:
         fields = {"state": State.FAILED}
     else:
         failed = sum(1 for a in attempts if not a["ok"])
-        fields = {"state": State.PENDING, "next_attempt_at": now + backoff(failed)}
+        return _wait(pk, claim, now + backoff(failed), retry, attempts=attempts)
     Delivery.objects.filter(pk=pk, run_token=claim.token).update(attempts=attempts, **fields)
     return fields["state"]
+
+
+def _wait(pk: int, claim, at: dt.datetime, retry, *, attempts: list) -> str:
+    """Back to pending until `at`, the next attempt queued for then. queued_at says a task is
+    waiting for it (deliver_due leaves it until REQUEUE_AFTER past `at`); none: deliver_due
+    queues it as soon as it is due."""
+    Delivery.objects.filter(pk=pk, run_token=claim.token).update(
+        state=State.PENDING, next_attempt_at=at, attempts=attempts, queued_at=at if retry else None
+    )
+    if retry:
+        retry(pk, at)
+    return State.PENDING
 
 
 def _unsent_firing(delivery: Delivery) -> Delivery | None:

@@ -167,7 +167,8 @@ class Delivery(models.Model):
     attempts = models.JSONField(default=list)  # [{"at", "ok", "result"}], one per attempt
     created_at = models.DateTimeField(auto_now_add=True)
     next_attempt_at = models.DateTimeField()
-    queued_at = models.DateTimeField(null=True)  # last queued by deliver_due: not again while it waits
+    # the time a task was last queued for (by deliver_due, or a retry's eta): not again while it waits
+    queued_at = models.DateTimeField(null=True)
     sent_at = models.DateTimeField(null=True)
     run_token = models.CharField(max_length=32, blank=True)
     heartbeat_at = models.DateTimeField(null=True)

@@ -25,7 +25,12 @@ def _queue(outcome: evaluate.Outcome) -> evaluate.Outcome:
 
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=60, time_limit=90)
 def deliver(delivery_id: int) -> str:
-    return delivery.deliver(delivery_id)
+    return delivery.deliver(delivery_id, retry=_retry_at)
+
+
+def _retry_at(delivery_id: int, at) -> None:
+    """The next attempt, queued for its time (the backoff's, not beat's next tick)."""
+    deliver.apply_async((delivery_id,), eta=at)
 
 
 @shared_task(ignore_result=True)

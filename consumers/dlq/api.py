@@ -6,8 +6,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import JsonResponse
 
+from .. import claims
 from ..access import api_view, json_error, remote_addr
-from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Obj, Str
+from ..apischema import Bool, Choice, Int, List, Moment, Obj, Str
 from ..core import Actor, ChangeRefused
 from ..models import Cluster
 from ..rocketmq import RocketMQError
@@ -18,7 +19,7 @@ from .forms import DlqFilterForm, encode_cursor
 from .models import RedriveJob
 
 SELECTION = Obj({
-    "since_ms": Int(0, JAVA_LONG_MAX, nullable=True), "until_ms": Int(0, JAVA_LONG_MAX, nullable=True),
+    "since_ms": Moment(nullable=True), "until_ms": Moment(nullable=True),
     "key": Str(), "tag": Str(), "msg_id": Str(max_length=128), "original_topic": Str(), "body": Str(strip=False),
     "ids": List(Str(max_length=128, required=True), max_items=10_000),
     "job": Int(1, 2**31 - 1, nullable=True),
@@ -33,7 +34,9 @@ REDRIVE = Obj({
 def job_json(job: RedriveJob, user) -> dict:
     return {
         **redrive.progress(job), "id": job.pk, "cluster": job.cluster.name, "group": job.group,
-        "state": job.state, "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
+        "state": job.state, "shown_state": job.shown_state, "heartbeat_age_seconds": claims.heartbeat_age(job),
+        "silent_seconds": claims.silent_for(job) if job.state == RedriveJob.State.RUNNING else None,
+        "target": job.target, "target_topic": job.target_topic or None, "rate": job.rate,
         "selection": hide_bodies(user, job.selection), "checkpoints": job.checkpoints, "failures": job.failures,
         "change_request": job.change_request_id,
         "recovered": job.recovered, "untouched": job.untouched,
@@ -45,15 +48,20 @@ def messages(request, cluster: str, group: str):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return json_error(404, f"no cluster named {cluster!r}")
-    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
+    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user), strict=True)
     if not form.is_valid():
-        return json_error(400, f"invalid filter: {form.errors.as_text()}")
+        return json_error(400, f"invalid filter: {form.error_text()}", fields=form.errors.get_json_data())
+    selection, cursor = form.selection(), form.cleaned_data["cursor"]
     try:
-        queues, page, _ = selectors.page(found, group, form.selection(), form.cleaned_data["cursor"])
+        queues, page, _ = selectors.page(found, group, selection, cursor)
+        counted = selectors.matching(found, group, selection, queues, page, first_page=cursor is None)
     except RocketMQError as exc:
         return json_error(502, f"the broker could not be read: {exc}")
     return JsonResponse({
-        "total": sum(q.count for q in queues), "messages": page.rows, "scanned": page.scanned,
+        # total: the filter's matches; null when counting them would read more than the limit
+        "total": None if counted.unscanned else counted.count, "total_at_least": counted.count,
+        "total_unread": counted.unscanned, "dlq_total": sum(q.count for q in queues),
+        "messages": page.rows, "scanned": page.scanned,
         "next_cursor": encode_cursor(page.cursor) if page.more else None,
     })  # fmt: skip
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from ..inputs import ascii_int
 from ..rocketmq import AdminClient, NoPermission, RocketMQError, TopicNotFound
 from ..rocketmq.codes import dlq_topic
 from ..rocketmq.message import Message
@@ -120,7 +121,7 @@ def original_id(m: Message) -> str:
 def came_back_after(m: Message) -> int | None:
     """The redrive job whose copy this dead letter is (it failed again and came back)."""
     job = m.properties.get("REDRIVE_JOB", "")
-    return int(job) if job.isdigit() else None
+    return ascii_int(job)
 
 
 def redriven_from(m: Message) -> str:
@@ -249,26 +250,37 @@ async def scan(
 
 
 @dataclass(frozen=True)
-class CameBack:
-    count: int  # dead letters found that are copies sent by the job
+class Counted:
+    count: int  # matching dead letters found
     scanned: int  # dead letters read to find them
-    unscanned: int  # newer dead letters not read (over the limit): the count is then "at least"
+    unscanned: int  # dead letters not read (over the limit): the count is then "at least"
 
 
-async def count_came_back(client: AdminClient, group: str, job: int, since: dict[str, int], limit: int) -> CameBack:
-    """How many copies a redrive job sent came back into the DLQ. They can only arrive after
-    the job was planned, so each queue is read from the job's end of selection (`since`, per
-    source) on, oldest first, up to `limit` dead letters in all."""
+CameBack = Counted  # a redrive job's copies back in the DLQ, counted
+
+
+async def count_matching(
+    client: AdminClient, group: str, selection: Selection, limit: int, since: dict[str, int] | None = None
+) -> Counted:
+    """How many dead letters match, reading each queue oldest first from `since` (per source;
+    default: its min), up to `limit` dead letters in all. Counting means reading: the broker
+    knows sizes, not what a filter selects."""
     count = scanned = unscanned = 0
     for q in await dlq_queues(client, group):
-        start = max(q.min, since.get(q.source, q.min))
+        start = max(q.min, (since or {}).get(q.source, q.min))
         end = min(q.max, start + max(0, limit - scanned))
         unscanned += q.max - end
         scanned += max(0, end - start)
         if end > start:
             window = DlqQueue(q.broker, q.queue_id, start, end, q.readable)
-            count += sum([1 async for _ in scan(client, group, Selection(job=job), [window])])
-    return CameBack(count, scanned, unscanned)
+            count += sum([1 async for _ in scan(client, group, selection, [window])])
+    return Counted(count, scanned, unscanned)
+
+
+async def count_came_back(client: AdminClient, group: str, job: int, since: dict[str, int], limit: int) -> Counted:
+    """How many copies a redrive job sent came back into the DLQ. They can only arrive after
+    the job was planned, so each queue is read from the job's end of selection (`since`) on."""
+    return await count_matching(client, group, Selection(job=job), limit, since)
 
 
 class MessageNotFound(LookupError):

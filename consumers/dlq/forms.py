@@ -36,17 +36,25 @@ class DlqFilterForm(forms.Form):
     body = forms.CharField(required=False, max_length=255, label="body contains")
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, data=None, *, can_read_bodies: bool):
+    def __init__(self, data=None, *, can_read_bodies: bool, strict: bool = False):
         """Searching bodies reads them: for those who may read bodies (operators) only. For the
         others the field is not shown, and a body filter is refused rather than ignored, so a
-        script learns why its filter did nothing."""
+        script learns why its filter did nothing. `strict` (the API): a parameter that is not
+        a filter is a 400, not ignored, so a misspelt filter never lists the whole DLQ."""
         super().__init__(data)
+        self.strict = strict
         if not can_read_bodies:
             del self.fields["body"]
             if data is not None and data.get("body"):
                 raise PermissionDenied("filtering by message body needs the operator role (bodies are for operators)")
 
     def clean(self):
+        # base_fields: `body` is a known parameter even where it was removed (a viewer's empty one)
+        unknown = sorted(set(self.data) - set(self.base_fields)) if self.strict else []
+        if unknown:
+            raise forms.ValidationError(
+                f"unknown parameter(s) {', '.join(unknown)}; valid parameters: {', '.join(self.base_fields)}"
+            )
         data = super().clean()
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
             raise forms.ValidationError("'to' is before 'from'")
@@ -65,6 +73,12 @@ class DlqFilterForm(forms.Form):
         ):
             raise forms.ValidationError("the page cursor is not valid; start from the first page")
         return cursor
+
+    def error_text(self) -> str:
+        return "; ".join(
+            f"{field}: {' '.join(errors)}" if field != "__all__" else " ".join(errors)
+            for field, errors in self.errors.items()
+        )
 
     def selection(self, ids=()) -> Selection:
         data = self.cleaned_data

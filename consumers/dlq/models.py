@@ -65,6 +65,18 @@ class RedriveJob(models.Model):
         return f"redrive #{self.pk} of %DLQ%{self.group} on {self.cluster}: {self.state}"
 
     @property
+    def shown_state(self) -> str:
+        """The state as it is on the broker: a job paused or cancelled while its worker still
+        sends the windows in flight is "pausing" or "cancelling" until that worker lets go
+        (it clears run_token) or falls silent; then "paused" or "cancelled"."""
+        from ..claims import stale_before
+
+        stopping = {self.State.PAUSED: "pausing", self.State.CANCELLED: "cancelling"}.get(self.state)
+        if stopping and self.run_token and self.heartbeat_at and self.heartbeat_at >= stale_before():
+            return stopping
+        return self.state
+
+    @property
     def target_description(self) -> str:
         if self.target == self.Target.GROUP:
             return f"%RETRY%{self.group} (this group only)"

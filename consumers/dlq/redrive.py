@@ -164,6 +164,9 @@ def pause(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 
 def resume(job: RedriveJob, *, actor: Actor) -> RedriveJob:
+    if RedriveJob.objects.get(pk=job.pk).shown_state == "pausing":  # never two workers on one job
+        raise ChangeRefused(f"redrive #{job.pk} is pausing: its worker is sending the window in flight; "
+                            "resume once it is paused", 409)  # fmt: skip
     resumed = _move(job, {RedriveJob.State.PAUSED}, RedriveJob.State.QUEUED, actor, "resume", run_token="")
     _enqueue(resumed)
     return resumed

@@ -83,8 +83,9 @@ def run_job(job_id: int) -> RedriveJob | None:
                  details={"job": job.pk, "checkpoints": job.checkpoints, "taken_over": claimed.taken_over})  # fmt: skip
     pacer = Pacer(job.rate)
     try:
-        # one client for the whole run: connections and routes are not rebuilt per window
-        with cluster_session(job.cluster, mutation=True) as session:
+        # one client for the whole run: connections and routes are not rebuilt per window; a
+        # heartbeat from a thread too, as a slow window may last longer than the take-over's wait
+        with claims.beating(RedriveJob, job.pk, token), cluster_session(job.cluster, mutation=True) as session:
             if job.target == RedriveJob.Target.GROUP:
                 # again at every start: an orderly consumer may have come online since planning
                 session.run(lambda c: check_group_target(c, job.group, job.cluster.proxy_list), seconds=60)
@@ -95,7 +96,7 @@ def run_job(job_id: int) -> RedriveJob | None:
             readable = {q.source: q.readable for q in queues}
             for source, end in sorted(job.bounds.items()):
                 if not _drain(session, job, token, source, end, pacer, readable.get(source, True)):
-                    return RedriveJob.objects.get(pk=job.pk)  # paused, cancelled or taken over
+                    return _let_go(job, token)  # paused, cancelled or taken over
     except SoftTimeLimitExceeded:
         return _hand_on(job, token)
     except TargetRefused as exc:
@@ -105,6 +106,13 @@ def run_job(job_id: int) -> RedriveJob | None:
         _fail(job, token, f"{type(exc).__name__}: {exc}")
         return RedriveJob.objects.get(pk=job.pk)
     return _finish(job, token)
+
+
+def _let_go(job: RedriveJob, token: str) -> RedriveJob:
+    """After a pause or a cancel, once the windows in flight are recorded: the job is no longer
+    this worker's ("pausing" becomes "paused" on its page). A take-over's token is left alone."""
+    RedriveJob.objects.filter(pk=job.pk, run_token=token).exclude(state=RedriveJob.State.RUNNING).update(run_token="")
+    return RedriveJob.objects.get(pk=job.pk)
 
 
 def _refuse_blind_take_over(job: RedriveJob, session: ClusterSession) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
@@ -18,7 +19,7 @@ from .. import audit, claims
 from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
-from ..csvstream import attachment, csv_writer
+from ..csvstream import attachment, base64_cell, csv_writer
 from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
@@ -129,6 +130,7 @@ def _export_lines(cluster, group, selection, fmt):
 def csv_row(record: dict) -> list:
     """One export record (browse.export_record) as the cells of a CSV row, in CSV_COLUMNS order."""
     values = {**record, "keys": " ".join(record["keys"]), "properties": json.dumps(record["properties"])}
+    values["body_base64"] = base64_cell(record["body_base64"])  # kept exact for decoders: csvstream.Base64Text
     return [values[c] for c in CSV_COLUMNS]
 
 
@@ -188,7 +190,9 @@ def job_page(request, pk: int):
     if found is None:
         raise Http404(f"No redrive job #{pk}")
     context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
-               "silent_since": claims.silent_since(found),
+               "silent_since": claims.silent_since(found), "heartbeat_age": claims.heartbeat_age(found),
+               "silent_for": claims.silent_for(found) if found.state == RedriveJob.State.RUNNING else None,
+               "take_over_after": settings.CHANGE_RUN_STALE_SECONDS,
                "selection": Selection.from_wire(hide_bodies(request.user, found.selection)).describe(),
                "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)

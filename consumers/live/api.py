@@ -59,5 +59,10 @@ def group(request, cluster: str, group: str):
         return json_error(404, f"no cluster named {cluster!r}")
     view = selectors.group_detail(get_redis(), found, group)
     if view is None:
+        awaiting = selectors.awaiting_poll(get_redis(), found)
+        if awaiting:
+            response = json_error(503, awaiting)
+            response["Retry-After"] = str(found.poll_interval)
+            return response
         return json_error(404, f"no group {group!r} in the last snapshot of {cluster}")
     return JsonResponse({"cluster": found.name, "age_seconds": view.age, **view.doc.to_wire()})

@@ -32,9 +32,13 @@ class BrokerReport:
 
 def describe(broker: BrokerState) -> str:
     if broker.state == "missing":
-        since = dt.datetime.fromtimestamp(broker.missing_since, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"missing since {since} (its last successful read; not in the name server)"
+        since, read = _utc(broker.missing_since), _utc(broker.last_seen_at)
+        return f"missing since {since} (not in the name server; last read {read})"
     return f"broker unreadable: {broker.error}"
+
+
+def _utc(moment: float) -> str:
+    return dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def reconcile(cluster: Cluster, snapshot: ClusterSnapshot, *, now: float) -> BrokerReport:
@@ -54,8 +58,9 @@ def reconcile(cluster: Cluster, snapshot: ClusterSnapshot, *, now: float) -> Bro
             states.append(_seen_state(snapshot, status, now))
         for row in known.values():
             if row.missing_since is None:
-                # missing since its last successful read: the poll that noticed came later
-                row.missing_since = row.last_seen
+                # missing since the first poll that did not see it (its last read is last_seen):
+                # between the two it may have been listed and failing, or up until that poll
+                row.missing_since = at
                 row.save(update_fields=["missing_since"])
             if row.missing_since < forget_before:
                 row.delete()

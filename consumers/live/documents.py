@@ -62,6 +62,8 @@ class GroupDocument:
     stale_reason: str | None = None
     online: bool | None = None
     clients: int | None = None
+    # why who is connected is unknown (online None): the read that failed; None when known
+    clients_note: str | None = None
     message_model: str | None = None
     consume_type: str | None = None
     # grpc-simple, grpc-push, push, pull, pop (diagnostics.CONSUMPTION); None: no client known
@@ -123,12 +125,11 @@ class GroupDocument:
         return self
 
 
-SUMMARY_FIELDS = tuple(
-    f.name
-    for f in dataclasses.fields(GroupDocument)
-    if f.name
-    not in ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type")
-)
+# what the groups list does not need: the per-queue detail, and the group page's clients_note
+# (kept out so 10,000 summaries stay as small)
+DETAIL_ONLY = ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type",
+               "clients_note")  # fmt: skip
+SUMMARY_FIELDS = tuple(f.name for f in dataclasses.fields(GroupDocument) if f.name not in DETAIL_ONLY)
 
 
 @dataclass
@@ -162,6 +163,9 @@ class ProxyState:
     groups: int | None = None
     last_ok_at: float | None = None
     failing_since: float | None = None
+    # the first poll that found it answering again after it failed, or answering with no client
+    # where the last poll found some (its client table emptied at once: it restarted between polls)
+    restarted_at: float | None = None
 
 
 def proxy_states(statuses: dict, previous: list[ProxyState], polled_at: float) -> list[ProxyState]:
@@ -170,7 +174,9 @@ def proxy_states(statuses: dict, previous: list[ProxyState], polled_at: float) -
     for address, status in sorted(statuses.items()):
         old = before.get(address)
         if status.error is None:
-            states.append(ProxyState(address, "ok", None, status.groups, polled_at, None))
+            back = old is not None and (old.state != "ok" or (old.groups or 0) > 0 and status.groups == 0)
+            restarted = polled_at if back else old.restarted_at if old else None
+            states.append(ProxyState(address, "ok", None, status.groups, polled_at, None, restarted))
         else:
             since = old.failing_since if old and old.state != "ok" and old.failing_since else polled_at
             states.append(ProxyState(address, "failing", status.error, None, old.last_ok_at if old else None, since))
@@ -256,6 +262,7 @@ def build_document(
         as_of=progress.fetched_at,
         online=progress.online,
         clients=len(connection.connections) if connection else (0 if progress.online is False else None),
+        clients_note=_clients_note(progress),
         message_model=model,
         consume_type=connection.consume_type if connection else None,
         consumption=kind,
@@ -439,6 +446,22 @@ def _incompleteness(queues: list[QueueRow], progress: GroupProgress, unread: dic
     if not brokers:
         return None
     return "incomplete: " + "; ".join(f"{b} {unread.get(b, 'not read')}" for b in brokers)
+
+
+def _clients_note(progress: GroupProgress) -> str | None:
+    """Why this poll does not know whether a client is online: unknown is not "none"."""
+    if progress.online is not None:
+        return None
+    why = [
+        f"no broker answered who is connected ({p.error})"
+        if p.scope == "connection"
+        else f"proxy {p.target} {p.error}"
+        if p.error_type == "ProxyRestarted"
+        else f"proxy {p.target} could not be read ({p.error}); the group's gRPC clients may be there"
+        for p in progress.problems
+        if p.scope in ("connection", "proxy")
+    ]
+    return "; ".join(why) or "this poll could not ask who is connected"
 
 
 def _carry_over(progress: GroupProgress, previous: GroupDocument | None) -> GroupDocument:

@@ -20,8 +20,9 @@ from ..redis_client import get_redis
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
 from ..rocketmq.proxies import ProxyAsk
-from . import brokers, inflight, lagtime, snapshots
+from . import brokers, inflight, lagtime, proxy_grace, snapshots
 from .config import default_thresholds, history_store, poll_deadline
+from .documents import proxy_states
 from .history import HistoryStore
 from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
@@ -82,8 +83,14 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
     with stages.timing("brokers read"):
         snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
     if ask.addresses:
+        old_meta = snapshots.read_meta(redis, cluster.pk)
+        proxies = proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
+        proxy_grace.hold(snapshot, ask.known, proxy_grace.restarting(proxies, polled_at))
+        # groups with proxy clients now, and those that had some and are unknown now (a proxy
+        # failing or restarting): remembered, so the grace applies when the proxy is back
         known = [g for g, p in snapshot.groups.items() if p.via_proxy or p.proxy_clients]
-        _remember_proxy_groups(redis, cluster, known, ask.next_cursor)
+        known += [g for g in ask.known if g in snapshot.groups and snapshot.groups[g].online is None]
+        _remember_proxy_groups(redis, cluster, sorted(set(known)), ask.next_cursor)
     unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
     with stages.timing("DLQ sizes"):
         dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)

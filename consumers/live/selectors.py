@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import heapq
 import time
 from collections import Counter
@@ -62,11 +63,47 @@ def unknown_health(reason: str) -> dict:
     return {"state": "UNKNOWN", "findings": [{"state": "UNKNOWN", "evidence": f"stale data: {reason}"}]}
 
 
+AWAITING_POLL = "awaiting poll"
+
+
+def last_seen_before_snapshot_lost(cluster: Cluster) -> dt.datetime | None:
+    """When a poll last found one of the cluster's brokers, from the database: a cluster with
+    brokers on record was polled before, so a missing snapshot means Redis lost it (restarted
+    without persistence, flushed), not that the cluster was never polled."""
+    return cluster.known_brokers.order_by("-last_seen").values_list("last_seen", flat=True).first()
+
+
+def awaiting_poll_message(cluster: Cluster, last_seen: dt.datetime) -> str:
+    return (
+        f"Waiting for the first poll after Redis returned: Redis holds no snapshot of {cluster.name} "
+        f"(it restarted or lost its data). A poll last read the cluster at {last_seen:%Y-%m-%d %H:%M:%S} UTC; "
+        f"data is back within two polls (every {cluster.poll_interval} s)."
+    )
+
+
+def awaiting_poll(redis, cluster: Cluster) -> str | None:
+    """Why the cluster has no data now, when Redis lost its snapshot (None: it has one, or
+    never had one)."""
+    if snapshots.read_meta(redis, cluster.pk) is not None:
+        return None
+    last_seen = last_seen_before_snapshot_lost(cluster)
+    return awaiting_poll_message(cluster, last_seen) if last_seen else None
+
+
 @dataclass
 class ClusterState:
     cluster: Cluster
     meta: ClusterMeta | None
     now: float = field(default_factory=time.time)
+
+    @functools.cached_property
+    def last_seen(self) -> dt.datetime | None:
+        """Without a snapshot: when a poll last found the cluster's brokers (None: never)."""
+        return None if self.meta else last_seen_before_snapshot_lost(self.cluster)
+
+    @property
+    def awaiting_message(self) -> str | None:
+        return awaiting_poll_message(self.cluster, self.last_seen) if self.state == AWAITING_POLL else None
 
     @property
     def polled_age(self) -> float | None:
@@ -80,7 +117,7 @@ class ClusterState:
     @property
     def state(self) -> str:
         if not self.meta:
-            return "never polled"
+            return AWAITING_POLL if self.last_seen else "never polled"
         if self.meta.status == "failed":
             return "failed"
         groups = self.meta.groups

@@ -56,6 +56,9 @@ def group_detail(request, cluster: str, group: str):
     cluster = cluster_or_404(cluster)
     view = selectors.group_detail(get_redis(), cluster, group)
     if view is None:
+        awaiting = selectors.awaiting_poll(get_redis(), cluster)
+        if awaiting:
+            return awaiting_poll_page(request, cluster, awaiting)
         raise Http404(f"No group {group} in the last snapshot of {cluster}")
     # the template gets the wire form: Django's template lookups try item access first, and on
     # a dataclass every failed try costs an exception (about 1 ms on a 64-queue page)
@@ -68,6 +71,15 @@ def group_detail(request, cluster: str, group: str):
     statistics = {"period_form": period, "period_presets": PRESETS, "period_query": request.GET.urlencode()}
     extra = {"nav": "groups", "rebalance_changes": settings.HEALTH_REBALANCE_CHANGES}
     return render(request, "consumers/group_detail.html", {**context, **statistics, **extra})
+
+
+def awaiting_poll_page(request, cluster, message: str):
+    """503 with Retry-After: the data comes back by itself within two polls, and the page
+    reloads itself until then (never a 404 for a group that is there)."""
+    context = {"cluster": cluster, "message": message, "retry_after": cluster.poll_interval, "nav": "groups"}
+    response = render(request, "consumers/awaiting_poll.html", context, status=503)
+    response["Retry-After"] = str(cluster.poll_interval)
+    return response
 
 
 def _history_chart(request, cluster: str, form_class, build, default_hours: int):

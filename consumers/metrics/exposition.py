@@ -18,7 +18,7 @@ from ..live.health import SEVERITY
 from ..live.selectors import ClusterState, GroupRow
 
 PREFIX = "rocketmq_console"
-CLUSTER_STATES = ("ok", "degraded", "failed", "stale", "never polled")
+CLUSTER_STATES = ("ok", "degraded", "failed", "stale", "awaiting poll", "never polled")
 BROKER_STATES = ("ok", "failing", "missing", "unknown")
 
 

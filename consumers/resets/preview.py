@@ -110,7 +110,10 @@ async def read_preview(
         "read_at_ms": now_ms,
         "rows": [t.to_wire() for t in targets],
         "totals": totals(targets),
-        "brokers_read": sorted(masters),
+        # the name server's masters, and those of them that answered: a broker that routes a
+        # topic and did not answer is in "unreadable", never in "brokers_read" too
+        "brokers_listed": sorted(masters),
+        "brokers_read": sorted(set(masters) - set(unreadable)),
         # brokers routing these topics that did not answer (the service adds known brokers the
         # name server no longer lists): their queues are unknown, and left as they are
         "unreadable": unreadable,

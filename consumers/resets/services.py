@@ -39,7 +39,8 @@ def _unreadable(cluster: Cluster, group: str, plan: dict) -> list[dict]:
 
     topics = {row["topic"] for row in plan["rows"]}
     found = {entry["broker"]: dict(entry, since=None, queues=[]) for entry in plan["unreadable"].values()}
-    for known in KnownBroker.objects.filter(cluster=cluster).exclude(name__in=plan["brokers_read"]):
+    listed = plan.get("brokers_listed", plan["brokers_read"])  # plans made before 2026-11 have only the latter
+    for known in KnownBroker.objects.filter(cluster=cluster).exclude(name__in=listed):
         since = known.missing_since.isoformat() if known.missing_since else None
         found.setdefault(known.name, {"broker": known.name, "reason": "missing from the name server", "topics": []})
         found[known.name]["since"] = since

@@ -7,8 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import itertools
 import json
 import threading
+from types import SimpleNamespace
 
 import pytest
 from django.db import close_old_connections
@@ -106,12 +108,45 @@ def test_two_workers_delivering_at_once_send_once(east, redis, queued, receiver)
     assert sorted(results) == ["not runnable", "sent"] and len(receiver.requests) == 1
 
 
-def test_slack_gets_a_text_line_with_a_link(east, redis, queued, receiver):
+def test_slack_gets_a_text_line_with_a_link(east, redis, queued, receiver, settings):
+    settings.CONSOLE_BASE_URL = "https://console.example/"
     fire(east, redis, make_channel(kind="slack", url=receiver.url))
     delivery.deliver(queued[0])
     [message] = receiver.json()
     assert message["text"].startswith("[warning] stopped: east orders: STOPPED: no client is online")
-    assert "|open in the console>" in message["text"]
+    assert message["text"].endswith("\n<https://console.example/groups/east/orders/|open in the console>")
+
+
+def test_without_a_base_url_no_message_links_anywhere_and_each_says_why(east, redis, queued, receiver, settings):
+    """CONSOLE_BASE_URL unset: no guessed link (it was http://127.0.0.1:8000, the receiver's own
+    machine); the page's path, and that the base URL is not configured."""
+    from consumers.alerts import channels
+
+    settings.CONSOLE_BASE_URL = ""
+    alert = fire(east, redis, make_channel(url=receiver.url), make_channel(name="chat", kind="slack", url=receiver.url))
+    for pk in queued:
+        assert delivery.deliver(pk) == "sent"
+    webhook, slack = sorted(receiver.json(), key=lambda m: "text" in m)
+    assert webhook["alert"]["url"] is None and webhook["alert"]["path"] == "/groups/east/orders/"
+    assert slack["text"].endswith("\n/groups/east/orders/ in the console (no link: CONSOLE_BASE_URL is not configured)")
+    assert ":8000" not in json.dumps([webhook, slack])
+    body = channels.message(Delivery.objects.filter(channel__kind="webhook").get())
+    entry = channels._alertmanager_entry(body)
+    assert "generatorURL" not in entry and "CONSOLE_BASE_URL is not configured" in entry["annotations"]["console_path"]
+    assert channels.link(alert) is None
+
+
+def test_the_system_check_warns_in_production_when_the_base_url_is_unset_or_not_a_url(settings):
+    from consumers.checks import console_base_url
+
+    settings.DEBUG, settings.CONSOLE_BASE_URL = False, ""
+    assert [m.id for m in console_base_url()] == ["consumers.W001"]
+    settings.CONSOLE_BASE_URL = "console.example.com"
+    assert [m.id for m in console_base_url()] == ["consumers.W002"]
+    settings.CONSOLE_BASE_URL = "https://console.example.com"
+    assert console_base_url() == []
+    settings.DEBUG, settings.CONSOLE_BASE_URL = True, ""  # development: no link is no mistake
+    assert console_base_url() == []
 
 
 def test_email_goes_through_smtp(east, redis, queued, settings):
@@ -125,6 +160,7 @@ def test_email_goes_through_smtp(east, redis, queued, settings):
         assert sorted(mail["to"]) == ["a@example.com", "b@example.com"]
         assert "Subject: [RocketMQ console] [warning] stopped: east orders" in mail["data"]
         assert "Evidence: STOPPED: no client is online and lag is 8" in mail["data"]
+        assert "Open: /groups/east/orders/ in the console (no link: CONSOLE_BASE_URL is not configured)" in mail["data"]
     finally:
         smtp.stop()
 
@@ -164,6 +200,46 @@ def test_a_busy_worker_is_not_sent_the_same_delivery_every_five_seconds(east, re
     assert delivery.queue_due(sent.append) == 1 and delivery.queue_due(sent.append) == 0
     Delivery.objects.update(queued_at=timezone.now() - dt.timedelta(seconds=61))
     assert delivery.queue_due(sent.append) == 1 and sent == [queued[0], queued[0]]
+
+
+def test_the_retry_schedule_is_the_documented_one(settings):
+    settings.ALERT_RETRY_BASE_SECONDS, settings.ALERT_RETRY_MAX_SECONDS = 5, 300
+    assert delivery.schedule(8) == [5, 10, 20, 40, 80, 160, 300, 300]
+
+
+def test_each_retry_is_queued_for_its_time_5_10_20_s_apart(east, redis, queued, monkeypatch, settings):
+    """Against a receiver that is down, on a clock of the test's: every failed attempt queues
+    the next one at its backoff (eta), and the attempts are 5, 10, 20 s apart, not at beat's
+    next tick nor held back by REQUEUE_AFTER (they were 11 s, then 63 s apart)."""
+    settings.ALERT_RETRY_BASE_SECONDS = 5
+    fire(east, redis, make_channel(url="http://127.0.0.1:9/hook"))  # nothing listens on port 9
+    clock = [timezone.now()]
+    monkeypatch.setattr(delivery, "timezone", SimpleNamespace(now=lambda: clock[0]))
+    pk, etas = queued[0], []
+    assert delivery.deliver(pk, retry=lambda pk, at: etas.append(at)) == "pending"
+    for _ in range(3):
+        clock[0] = etas[-1]  # its task runs at its eta
+        sent = []
+        assert delivery.queue_due(sent.append) == 0  # beat does not queue it again meanwhile
+        assert delivery.deliver(pk, retry=lambda pk, at: etas.append(at)) == "pending"
+    times = [dt.datetime.fromisoformat(a["at"]) for a in Delivery.objects.get(pk=pk).attempts]
+    assert [(b - a).total_seconds() for a, b in itertools.pairwise(times)] == [5, 10, 20]
+    assert (etas[-1] - times[-1]).total_seconds() == 40
+    # a retry whose task was lost (a worker gone with it) is queued by beat, a minute late at most
+    clock[0] = etas[-1] + delivery.REQUEUE_AFTER + dt.timedelta(seconds=1)
+    sent = []
+    assert delivery.queue_due(sent.append) == 1 and sent == [pk]
+
+
+def test_the_task_queues_the_retry_with_its_eta(east, redis, queued, monkeypatch):
+    from consumers.alerts import tasks
+
+    fire(east, redis, make_channel(url="http://127.0.0.1:9/hook"))
+    calls = []
+    monkeypatch.setattr(tasks.deliver, "apply_async", lambda args, eta: calls.append((args, eta)))
+    assert tasks.deliver(queued[0]) == "pending"
+    row = Delivery.objects.get(pk=queued[0])
+    assert calls == [((queued[0],), row.next_attempt_at)] and row.queued_at == row.next_attempt_at
 
 
 def test_headlines_are_one_line():

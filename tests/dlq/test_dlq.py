@@ -291,7 +291,7 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
     personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch
 ):
     monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)  # the test runs the worker
-    monkeypatch.setattr(runner, "WINDOW", 32)  # controls act between windows: small ones act fast
+    monkeypatch.setattr(runner, "WINDOW", 64)  # controls act between windows: small ones act fast
     group, target = names.group("ctl"), create_topic(names.topic("ctl-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     actor = Actor(personas["operator"])
@@ -301,9 +301,13 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
     worker.start()
     wait(lambda: RedriveJob.objects.get(pk=job.pk).moved > 0, 30, "the job moves")
     redrive.pause(job, actor=actor)
+    at_pause = RedriveJob.objects.get(pk=job.pk)
     worker.join()
     paused = RedriveJob.objects.get(pk=job.pk)
-    assert paused.state == "paused" and 0 < paused.moved < 600
+    assert paused.state == "paused" and paused.shown_state == "paused" and 0 < paused.moved < 600
+    assert paused.run_token == ""  # the worker let go once the window in flight was recorded
+    if paused.moved > at_pause.moved:  # a window was still going out: the page said so
+        assert at_pause.shown_state == "pausing", (at_pause.moved, paused.moved)
     assert len(target_messages(namesrv, target)) == paused.moved
     redrive.resume(paused, actor=actor)
     worker = threading.Thread(target=lambda: (runner.run_job(job.pk), connection.close()))
@@ -405,7 +409,8 @@ def test_the_api_browses_for_everyone_and_redrives_for_operators(client, persona
     monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)
     client.force_login(personas["viewer"])
     listed = client.get(f"/api/dlq/local/{group}/messages/?key=k-3").json()
-    assert listed["total"] == 7 and [m["keys"] for m in listed["messages"]] == [["k-3"]]
+    assert (listed["total"], listed["dlq_total"]) == (1, 7) and [m["keys"] for m in listed["messages"]] == [["k-3"]]
+    assert client.get(f"/api/dlq/local/{group}/messages/?keys=k-3").status_code == 400  # not a filter
     body = {"target": "topic", "target_topic": dlq_topic(group), "rate": 10, "selection": {"key": "k-3"}}
     refused = client.post(f"/api/dlq/local/{group}/redrive/", body, content_type="application/json")
     assert refused.status_code == 403 and "operator role" in refused.json()["error"]
@@ -448,8 +453,10 @@ def test_dead_letters_that_come_back_after_a_redrive_keep_their_story(
     assert runner.run_job(job.pk).state == "done"
     wait(lambda: dlq_size(mqadmin, group) == 2 * expected, 90, "the copies failed again and came back")
     client.force_login(personas["viewer"])
-    back = client.get(f"/api/dlq/local/{group}/messages/?job={job.pk}").json()["messages"]
+    listed = client.get(f"/api/dlq/local/{group}/messages/?job={job.pk}").json()
+    back = listed["messages"]
     assert len(back) == expected and {r["came_back_after_job"] for r in back} == {job.pk}
+    assert (listed["total"], listed["dlq_total"]) == (expected, 2 * expected)  # the filter's, not the DLQ's
     assert {r["redriven_from_id"] for r in back} == before  # each names the id it had in the DLQ
     one = sorted(before)[0]
     found = client.get(f"/api/dlq/local/{group}/messages/?msg_id={one}").json()["messages"]

@@ -75,8 +75,9 @@ def test_paused_and_resumed_then_done_ends_the_request(personas, waiting, queued
     running for ever."""
     with django_capture_on_commit_callbacks(execute=True):
         job = _approve(waiting, personas, queued)
-        _claim(job)
+        first = _claim(job)
         redrive.pause(job, actor=Actor(personas["operator"]))
+        runner._let_go(job, first)  # its worker records the window in flight and stops
         redrive.resume(RedriveJob.objects.get(pk=job.pk), actor=Actor(personas["operator"]))
     assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.RUNNING  # paused: still its run
     token = _claim(job)

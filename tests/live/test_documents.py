@@ -154,3 +154,24 @@ def test_documents_and_meta_survive_the_wire_unchanged():
         1, "c", 10.0, 0.5, "degraded", brokers=[documents.BrokerState("b", None, state="missing")]
     )
     assert documents.ClusterMeta.from_wire(json.loads(json.dumps(meta.to_wire()))) == meta
+
+
+def test_clients_unknown_say_which_read_failed_and_known_ones_need_no_note():
+    refused = "ConnectError: connection refused"
+    cases = {
+        "connection": progress(q("a", 0), online=None, problems=[Problem("connection", "G", refused, "ConnectError")]),
+        "proxy": progress(q("a", 0), online=None, problems=[Problem("proxy", "10.0.0.5:8081", refused, "x")]),
+        "nothing": progress(q("a", 0), online=None),
+        "offline": progress(q("a", 0), online=False),
+    }
+    notes = {
+        name: (doc.clients, doc.clients_note)
+        for name, p in cases.items()
+        for doc in [documents.build_document(p, lag_times={}, dlq_count=0, previous=None)]
+    }
+    assert notes == {
+        "connection": (None, f"no broker answered who is connected ({refused})"),
+        "proxy": (None, f"proxy 10.0.0.5:8081 could not be read ({refused}); the group's gRPC clients may be there"),
+        "nothing": (None, "this poll could not ask who is connected"),
+        "offline": (0, None),  # known: nobody
+    }

@@ -122,7 +122,7 @@ def flushed(small, broker: str, offsets: dict[int, int]) -> bool:
     return {int(k): v for k, v in table.items()} == offsets
 
 
-WHY_MISSING = "(its last successful read; not in the name server)"
+WHY_MISSING = "(not in the name server; last read "
 
 
 def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster, redis, small, viewer_client):
@@ -138,18 +138,15 @@ def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster,
         assert poll_cluster(cluster).status == "degraded"
         meta = snapshots.read_meta(redis, cluster.pk)
         missing = next(b for b in meta.brokers if b.name == "broker-b")
-        # missing since its last successful read (that poll), not since this poll noticed
-        assert missing.state == "missing" and missing.missing_since == pytest.approx(last_read, abs=0.001)
-        assert missing.missing_since < meta.polled_at
+        # missing since this poll, the first that did not see it; last read at the one before
+        assert missing.state == "missing" and missing.missing_since == pytest.approx(meta.polled_at, abs=0.001)
+        assert missing.last_seen_at == pytest.approx(last_read, abs=0.001) and last_read < missing.missing_since
         doc = snapshots.read_detail(redis, cluster.pk, GROUP)
         rows = {(q.broker, q.queue_id): q for q in doc.queues}
         assert set(rows) == set(before)  # no queue vanished with the broker
         for i in (0, 1):
             row = rows[("broker-b", i)]
-            assert (
-                "missing since" in row.stale_reason
-                and "(its last successful read; not in the name server)" in row.stale_reason
-            )
+            assert "missing since" in row.stale_reason and WHY_MISSING in row.stale_reason
             assert (row.consumer, row.max) == (before[("broker-b", i)].consumer, before[("broker-b", i)].max)
         assert (
             doc.lag == sum(q.lag for q in before.values() if not q.retry) and "broker-b missing" in doc.lag_incomplete
@@ -157,10 +154,8 @@ def test_a_killed_broker_is_named_missing_keeps_its_queues_and_recovers(cluster,
         clusters = viewer_client.get("/api/clusters/").json()["clusters"]
         assert clusters[0]["state"] == "degraded"
         html = viewer_client.get("/clusters/").content.decode()
-        assert (
-            'data-broker="broker-b" data-state="missing"' in html
-            and "(its last successful read; not in the name server)" in html
-        )
+        assert 'data-broker="broker-b" data-state="missing"' in html
+        assert "(the first poll that did not find it in the name server)" in html
         # the group page says, on each stale row, as of when and why (not only in a tooltip)
         group_page = viewer_client.get(f"/groups/{cluster.name}/{GROUP}/").content.decode()
         assert group_page.count('<div class="stale-note error">as of ') == 2
@@ -255,6 +250,11 @@ def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial
         [unknown] = request.plan["unreadable"]
         assert unknown["broker"] == "broker-b" and unknown["reason"]
         assert unknown["queues"] == [f"{TOPIC}@broker-b#0", f"{TOPIC}@broker-b#1"]  # as the last poll saw them
+        # listed by the name server, not read: never both read and unreadable in one plan
+        assert request.plan["brokers_read"] == ["broker-a"] and request.plan["brokers_listed"] == [
+            "broker-a",
+            "broker-b",
+        ]
         with pytest.raises(ChangeRefused, match="could not read broker-b"):
             approve(request, actor=approver)
         request.refresh_from_db()

@@ -146,6 +146,58 @@ def test_a_dead_proxy_makes_grpc_groups_unknown_not_stopped_while_the_brokers_st
         proxy.start()  # the module's other tests need it
 
 
+def test_a_restarted_proxy_leaves_grpc_groups_unknown_until_their_clients_are_back_and_stopped_only_after(
+    cluster, redis, proxy, mqadmin, traffic, names, settings
+):
+    """The SDK client registers with the new proxy at its next heartbeat: until then its group
+    is unknown with the restart as the reason (no STOPPED, no alert); a group still without a
+    client after the grace window is STOPPED."""
+    settings.ROCKETMQ_PROXY_RESTART_GRACE = 300  # longer than this test: the window is moved by hand below
+    topic = grpc_topic(mqadmin, names.topic("grpc-restart"))
+    group = grpc_group(mqadmin, cluster.namesrv_addrs, names.group("grpc-restart"), topic)
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="simple")
+    try:
+        traffic.produce(topic, 10)
+        consumer.wait_counts(lambda c: c["acked"] >= 10, 90, "acked 10")
+        assert poll_cluster(cluster).status == "ok" and doc_of(redis, cluster, group).online is True
+        proxy.kill()
+        assert poll_cluster(cluster).status == "degraded" and doc_of(redis, cluster, group).online is None
+        proxy.start()
+        restarted = time.monotonic()
+        traffic.produce(topic, 10)  # lag: a group with no client anywhere would be STOPPED
+        held = 0
+        while not proxy_clients(mqadmin, proxy, group):
+            poll_cluster(cluster)
+            doc = doc_of(redis, cluster, group)
+            if doc.online is None:
+                held += 1
+                assert doc.health["state"] == "UNKNOWN" and "restarted" in doc.clients_note, doc.clients_note
+            else:
+                assert doc.online is True, (doc.online, doc.health)  # registered between the two reads
+            assert time.monotonic() - restarted < 180, "the SDK client did not register again"
+        back = time.monotonic() - restarted
+        print(f"\n  the gRPC client registered with the restarted proxy after {back:.0f} s ({held} polls held)")
+        assert held >= 1  # the SDK heartbeats every 10 s: the first poll comes before it
+        assert poll_cluster(cluster).status == "ok"
+        doc = doc_of(redis, cluster, group)
+        assert doc.online is True and doc.health["state"] != "STOPPED"
+        meta = snapshots.read_meta(redis, cluster.pk)
+        assert meta.proxies[0].restarted_at is not None
+
+        consumer.stop()  # now really gone: unknown inside the window, STOPPED once it has passed
+        wait(lambda: not proxy_clients(mqadmin, proxy, group), 60, "the proxy dropped the stopped client")
+        traffic.produce(topic, 5)
+        poll_cluster(cluster)
+        assert doc_of(redis, cluster, group).health["state"] == "UNKNOWN"
+        settings.ROCKETMQ_PROXY_RESTART_GRACE = 0
+        poll_cluster(cluster)
+        doc = doc_of(redis, cluster, group)
+        assert doc.online is False and doc.health["state"] == "STOPPED", (doc.online, doc.health)
+    finally:  # the consumer is stopped by the traffic fixture; the module's other tests need the proxy
+        if proxy.process is None:
+            proxy.start()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_reset_of_a_grpc_group_is_previewed_online_and_verified_by_what_the_client_received(
     cluster, redis, proxy, mqadmin, traffic, names, personas, settings

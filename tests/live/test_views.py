@@ -138,6 +138,20 @@ def test_stale_data_says_why_and_how_old(viewer_client, east, redis):
     assert "Not read in the last poll: DeadlineExceeded: deadline passed" in html
 
 
+def test_a_group_whose_clients_are_unknown_says_so_and_why_never_no_client_online(viewer_client, east, redis):
+    unknown = group("shipments", online=False)
+    unknown.online = None  # its clients may be on the proxy that did not answer
+    unknown.problems = [Problem("proxy", "127.0.0.1:8081", "ConnectError: connection refused", "ConnectError")]
+    publish(east, redis, [unknown, group("audit", online=False)])
+    html = viewer_client.get("/groups/east/shipments/").content.decode()
+    why = "proxy 127.0.0.1:8081 could not be read (ConnectError: connection refused)"
+    assert "No client online" not in html
+    assert f'<p class="unknown" id="clients-unknown">Unknown whether a client is online: {why}' in html
+    assert f'Clients<b><span class="unknown" title="{why}' in html  # the header's tooltip says why too
+    offline = viewer_client.get("/groups/east/audit/").content.decode()
+    assert "No client online." in offline and 'id="clients-unknown"' not in offline
+
+
 def test_the_chart_data_comes_from_the_history(viewer_client, east):
     figure = viewer_client.get("/groups/east/orders/lag.json?hours=1").json()
     assert figure["points"] == 1
@@ -156,3 +170,28 @@ def test_the_clusters_page_shows_brokers_and_a_failed_poll(viewer_client, east, 
     html = viewer_client.get("/clusters/", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in html
     assert "Last poll failed: ConnectError: no name server answered" in html
+
+
+def test_after_redis_lost_the_snapshot_pages_wait_for_a_poll_instead_of_404_or_never_polled(viewer_client, east, redis):
+    """Redis restarted empty: the cluster's brokers are on record in the database (a poll found
+    them), so its missing snapshot is Redis's loss, not a cluster never polled or a group gone."""
+    import datetime as dt
+
+    from consumers.models import KnownBroker
+
+    seen = dt.datetime(2026, 11, 26, 6, 0, 5, tzinfo=dt.UTC)
+    KnownBroker.objects.create(
+        cluster=east, name="broker-a", address="127.0.0.1:10911", first_seen=seen, last_seen=seen
+    )
+    redis.flushdb()
+    for path in ("/groups/east/orders/", "/api/groups/east/orders/"):
+        response = viewer_client.get(path)
+        text = response.content.decode()
+        assert response.status_code == 503 and response["Retry-After"] == str(east.poll_interval), path
+        assert "Waiting for the first poll after Redis returned" in text and "2026-11-26 06:00:05 UTC" in text, path
+    clusters = viewer_client.get("/clusters/").content.decode()
+    assert "awaiting poll" in clusters and "never polled" not in clusters and 'id="awaiting-east"' in clusters
+    assert viewer_client.get("/api/clusters/").json()["clusters"][0]["state"] == "awaiting poll"
+    KnownBroker.objects.all().delete()  # a cluster no poll ever read: still "never polled", and a 404
+    assert viewer_client.get("/groups/east/orders/").status_code == 404
+    assert "never polled" in viewer_client.get("/clusters/").content.decode()

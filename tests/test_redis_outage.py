@@ -1,0 +1,131 @@
+"""Redis killed for 45 s under two prefork workers and beat, as production runs them: both
+workers are alive after it, every page that needs Redis answers 503 during it (never 500), and
+the cluster's data is fresh again within two polls of Redis coming back, empty.
+
+Real parts: redis-server (killed with SIGKILL, started again on its port with nothing in it),
+`celery worker --pool prefork` twice, `celery beat`, the session's RocketMQ cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis as redis_py
+
+from consumers.live import snapshots
+from consumers.models import Cluster, KnownBroker
+from devstack.processes import ManagedProcess
+from devstack.redis import LocalRedis
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+OUTAGE = 45.0
+POLL_INTERVAL = 5  # the smallest a cluster may have: two polls are 10 s
+
+SETUP = """
+import django; django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from consumers.models import Cluster
+print(Cluster.objects.create(name="outage", namesrv_addrs=sys.argv[1], poll_interval=int(sys.argv[2])).pk)
+"""
+
+
+def _meta(url: str, cluster_id: int):
+    try:
+        return snapshots.read_meta(redis_py.Redis.from_url(url, socket_timeout=2), cluster_id)
+    except redis_py.exceptions.ConnectionError:
+        return None
+
+
+def _wait(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout:.0f} s")
+
+
+def test_workers_survive_redis_down_45_s_and_data_is_fresh_within_two_polls(
+    tmp_path: Path, namesrv, client, personas, settings
+):
+    server = LocalRedis(tmp_path / "redis")
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
+        "VAR_DIR": str(tmp_path / "var"),
+        "REDIS_URL": server.url,
+        "SECRET_KEY": "redis-outage-" + "k" * 50,
+        "DEBUG": "false",
+    }
+    command = [sys.executable, "-c", "import sys\n" + SETUP, namesrv, str(POLL_INTERVAL)]
+    setup = subprocess.run(command, env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    cluster_id = int(setup.stdout.split()[-1])
+    celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
+    workers = [
+        ManagedProcess(
+            f"worker-{n}",
+            [*celery, "worker", "--pool", "prefork", "-c", "1", "-n", f"outage{n}@%h", "-l", "info"],
+            log_path=tmp_path / f"worker-{n}.log",
+            cwd=settings.BASE_DIR,
+            env=environment,
+        )  # fmt: skip
+        for n in (1, 2)
+    ]
+    beat = ManagedProcess("beat", [*celery, "beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")],
+                          log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
+    try:
+        _wait(lambda: _meta(server.url, cluster_id), 120, "a first poll")
+        # the console's own web process, on the same Redis, with the cluster under the same id
+        settings.REDIS_URL = server.url
+        cluster = Cluster.objects.create(
+            pk=cluster_id, name="outage", namesrv_addrs=namesrv, poll_interval=POLL_INTERVAL
+        )
+        client.force_login(personas["viewer"])
+
+        server.process.popen.send_signal(signal.SIGKILL)
+        server.process.popen.wait()
+        down_at = time.monotonic()
+        answers = set()
+        while time.monotonic() - down_at < OUTAGE:
+            for path in ("/groups/", "/clusters/", "/groups/outage/x/", "/api/groups/"):
+                answers.add((path, client.get(path).status_code))
+            time.sleep(1)
+        assert {status for _, status in answers} == {503}, sorted(answers)
+
+        # the brokers a poll found are on record (the workers' database): copied to this one
+        with sqlite3.connect(tmp_path / "console.sqlite3") as db:
+            for name, address, seen in db.execute("SELECT name, address, last_seen FROM consumers_knownbroker"):
+                KnownBroker.objects.create(cluster=cluster, name=name, address=address, first_seen=seen, last_seen=seen)
+        server = LocalRedis(tmp_path / "redis-again", port=server.port)  # back, and empty
+        back_at = time.time()
+        waiting = client.get("/groups/outage/x/")  # before the first poll: waiting, not a 404
+        if _meta(server.url, cluster_id) is None:
+            assert waiting.status_code == 503 and b"Waiting for the first poll after Redis returned" in waiting.content
+        fresh = _wait(lambda: (m := _meta(server.url, cluster_id)) and m.polled_at > back_at and m, 60, "a fresh poll")
+        took = fresh.polled_at - back_at
+        print(f"\n  Redis down {OUTAGE:.0f} s: first poll {took:.1f} s after it came back (every {POLL_INTERVAL} s)")
+        assert took <= 2 * POLL_INTERVAL
+
+        for worker in workers:
+            assert worker.alive(), worker.log_tail()
+            log = worker.log_path.read_text(errors="replace")
+            assert "Unrecoverable error" not in log and log.count("Connected to redis") >= 2, worker.log_tail()
+        index = snapshots.read_index(redis_py.Redis.from_url(server.url), [cluster_id])[cluster_id]
+        assert index, "the fresh poll found no group"
+        assert client.get(f"/groups/outage/{index[0]['group']}/").status_code == 200
+        assert client.get("/groups/outage/x/").status_code == 404  # now a real answer: no such group
+    finally:
+        for process in (*workers, beat):
+            process.stop(10)
+        server.stop()
