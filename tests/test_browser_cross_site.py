@@ -86,7 +86,9 @@ def test_another_site_cannot_approve_through_the_approvers_browser(
     monkeypatch.setattr(access, "_write_refused", watched)
     anonymous = []
     unauthenticated = access._unauthenticated
-    monkeypatch.setattr(access, "_unauthenticated", lambda via: anonymous.append(via) or unauthenticated(via))
+    monkeypatch.setattr(
+        access, "_unauthenticated", lambda request, via: anonymous.append(via) or unauthenticated(request, via)
+    )
     if credentials == "basic":
         # HTTP Basic turned on, and a browser that holds the approver's password: it offers it
         # only when challenged for Basic, which the API never does (it asks for a Bearer token)

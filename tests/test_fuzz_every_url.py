@@ -22,6 +22,8 @@ from tests.test_access import POST_DATA, ROLES, _send, _urls, world  # noqa: F40
 
 SLOWEST_ALLOWED = 2.0
 NASTY_TEXT = ["²", "①", "١٢", "\ud800", "\x00", "9" * 30, "x" * 5000, "</script>"]
+# one field at a time: each kind of trouble once (a Unicode digit, a surrogate, NUL, an overflow)
+PER_FIELD = ["²", "\ud800", "\x00", "9" * 30, 2**63, -1, []]
 NASTY_JSON = [2**63 - 1, 2**63, -(2**63) - 1, 1e308, True, None, [], {}, {"a": [{}]}, *NASTY_TEXT]
 # the query parameters the console's forms read, and one no form knows
 QUERY_KEYS = ["strategy", "offsets", "timestamp", "shift", "source_group", "topics", "job", "msg_id", "key", "tag",
@@ -119,6 +121,8 @@ def test_every_url_answers_nasty_values_without_a_500(client, personas, world, w
         for value in values:
             everywhere = QUERY_KEYS if method == "GET" else [*known, "unknown_parameter"]
             verdicts.check(name, method, url, functools.partial(_fuzzed, client, name, method, url, value, everywhere))
+            if value not in PER_FIELD:
+                continue
             for key in known:  # one field at a time, the others harmless: replaced, then appended to
                 for suffix in (False, True):
                     send = functools.partial(_fuzzed, client, name, method, url, value, [key], suffix=suffix)
@@ -138,7 +142,7 @@ def test_random_input_on_random_urls_never_answers_500(client, personas, world, 
     urls = _urls(world)
     verdicts = Verdicts(client)
 
-    @hypothesis_settings(max_examples=80, deadline=None,
+    @hypothesis_settings(max_examples=50, deadline=None,
                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
     @given(target=st.sampled_from(urls), value=json_value, keys=st.lists(st.sampled_from(QUERY_KEYS), max_size=3))
     def fuzz(target, value, keys):

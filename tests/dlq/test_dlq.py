@@ -291,7 +291,7 @@ def test_pause_resume_and_cancel_keep_the_count_exact(
     personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch
 ):
     monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)  # the test runs the worker
-    monkeypatch.setattr(runner, "WINDOW", 64)  # controls act between windows: small ones act fast
+    monkeypatch.setattr(runner, "WINDOW", 32)  # controls act between windows: small ones act fast
     group, target = names.group("ctl"), create_topic(names.topic("ctl-target"))
     fill_dlq(mqadmin, namesrv, group, 600)
     actor = Actor(personas["operator"])
