@@ -110,6 +110,8 @@ MIDDLEWARE = [
     # no-store on what signed-in users see; outside auth, so it reads the user the view settled on
     "consumers.middleware.NoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # static files from the web server itself (no separate file server needed)
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -172,7 +174,21 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Static files are served by whitenoise. STATIC_MANIFEST=true after `manage.py collectstatic`
+# (production, the demo): hashed names (a new release never meets an old cached file), gzip,
+# and a year's Cache-Control. Without it (development, tests) files come straight from the
+# app folders, unhashed and short-cached, and nothing needs collecting.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", False)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_MANIFEST
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 STATICFILES_DIRS = [
     BASE_DIR / "static",
     # plotly.js comes from the pinned plotly package itself: one version, no CDN, no copy
@@ -180,8 +196,9 @@ STATICFILES_DIRS = [
 ]
 
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+# secure cookies unless DEBUG; off only for plain HTTP on loopback (the demo)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 # a session lasts a working day at most, and ends with the browser
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", True)

@@ -33,10 +33,29 @@ from .traffic import Harness
 ROLES_FOR_DEMO = ("viewer", "operator", "approver", "admin")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-# The demo runs with development settings (DEBUG defaults to false: production's SECRET_KEY,
-# HTTPS redirect and HSTS); its children (web server, Celery worker and beat, statistics run)
-# inherit this environment.
-os.environ["DEBUG"] = "true"
+
+
+def _production_like_environment() -> None:
+    """The demo runs as production does: DEBUG off, gunicorn, collected static files with
+    hashed names. What differs is only what plain HTTP on loopback needs: no HTTPS redirect,
+    no HSTS, cookies without the Secure flag, and a secret key made once and kept in VAR_DIR.
+    Its children (web server, Celery worker and beat, statistics run) inherit this environment."""
+    var = Path(os.environ.get("VAR_DIR") or PROJECT_ROOT / "var") / "demo"
+    os.environ["DEBUG"] = "false"
+    if not os.environ.get("SECRET_KEY"):
+        key_file = var / "secret-key"
+        if not key_file.exists():
+            var.mkdir(parents=True, exist_ok=True)
+            key_file.write_text(secrets.token_urlsafe(50))
+            key_file.chmod(0o600)
+        os.environ["SECRET_KEY"] = key_file.read_text().strip()
+    for name, value in {"SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0", "SESSION_COOKIE_SECURE": "false",
+                        "CSRF_COOKIE_SECURE": "false", "STATIC_MANIFEST": "true",
+                        "STATIC_ROOT": str(var / "static")}.items():  # fmt: skip
+        os.environ.setdefault(name, value)
+
+
+_production_like_environment()
 django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup)
@@ -117,9 +136,15 @@ class Demo:
         self._spawn(
             "celery-beat", [*celery, "beat", "-l", "info", "-s", str(self.base / "celerybeat-schedule")], environment
         )
+        call_command("collectstatic", interactive=False, verbosity=0)  # hashed names, compressed
+        # gthread: a thread per connection, kept alive between requests (htmx refreshes reuse it)
         web = self._spawn(
-            "django", [python, "manage.py", "runserver", f"127.0.0.1:{self.http_port}", "--noreload"], environment
-        )
+            "web",
+            [python, "-m", "gunicorn", "dashboard.wsgi:application", "--bind", f"127.0.0.1:{self.http_port}",
+             "--workers", "2", "--worker-class", "gthread", "--threads", "4", "--graceful-timeout", "5",
+             "--access-logfile", "-"],
+            environment,
+        )  # fmt: skip
         web.wait_until(lambda: _answers(f"http://127.0.0.1:{self.http_port}/login/"), 90, "the login page answers")
         self._write_state()
         self.started_at = time.monotonic()

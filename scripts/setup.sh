@@ -15,6 +15,7 @@ if [ "$purpose" = test ]; then
   command -v pdftotext >/dev/null || missing+=(poppler-utils)  # the PDF report tests read the PDFs
   command -v promtool >/dev/null || missing+=(prometheus)  # the metrics tests scrape and check rules
   command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)  # the alert tests deliver to it
+  command -v systemd-analyze >/dev/null || missing+=(systemd)  # the deploy/systemd units are verified
   command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -82,6 +83,7 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
             urllib.request.Request(base + "/login/", data=form.encode(), headers={"Referer": base + "/login/"})
         )
         assert home.url == base + "/" and "Overview" in home.read().decode()
+        _served_as_production(browser, base)
 
         # the worker and beat poll: the API (read with the session) soon shows the cluster with its groups
         deadline = time.monotonic() + 90
@@ -93,7 +95,7 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
             assert time.monotonic() < deadline, clusters
             time.sleep(2)
         children = json.loads((var / "demo" / "demo.json").read_text())["children"]
-        assert {"django", "celery-worker", "celery-beat", "namesrv", "broker-a", "broker-b", "redis-server"} <= set(
+        assert {"web", "celery-worker", "celery-beat", "namesrv", "broker-a", "broker-b", "redis-server"} <= set(
             children
         )
         # the polls above ran in the prefork pool, production's default (`celery -A dashboard worker`)
@@ -134,3 +136,22 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
     assert stop_seconds < 25
     time.sleep(1)
     assert processes_with_environment(str(var)) == []  # no JVM, redis-server, Celery or Django left
+
+
+def _served_as_production(browser, base: str) -> None:
+    """gunicorn with DEBUG off: the console's own error pages (no Django debug page listing the
+    URL patterns), JSON under /api/, static files with hashed names cached for a year."""
+    for path, kind in (("/no-such-page/", "text/html"), ("/api/no-such-thing/", "application/json")):
+        try:
+            browser.open(base + path)
+            raise AssertionError(f"{path} answered 2xx")
+        except urllib.error.HTTPError as missing:
+            body = missing.read().decode()
+            assert missing.code == 404 and missing.headers["Content-Type"].startswith(kind), (path, body[:300])
+            assert "URLconf" not in body and "Traceback" not in body and "DEBUG = True" not in body, body[:500]
+    page = browser.open(base + "/").read().decode()
+    script = re.search(r'src="(/static/[^"]+\.[0-9a-f]{12}\.js)"', page)
+    assert script, "no hashed static file name on the page"
+    static = browser.open(base + script.group(1))
+    assert "max-age=315360000" in static.headers["Cache-Control"] and "immutable" in static.headers["Cache-Control"]
+    assert browser.open(base + "/healthz").read() == b'{"status": "ok"}'
