@@ -272,6 +272,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_RECONNECT_MAX_SECONDS = env_int("CELERY_BROKER_RECONNECT_MAX_SECONDS", 2)
+# ...but a worker that has had no broker for this long (at start or after losing it) exits with
+# status 69 (EX_UNAVAILABLE) instead of idling for ever: its supervisor (systemd Restart=always)
+# starts it again and anyone looking sees the restarts. 0: never give up.
+CELERY_BROKER_GIVE_UP_SECONDS = env_int("CELERY_BROKER_GIVE_UP_SECONDS", 900)
 CELERY_WORKER_CONSUMER = "dashboard.celery:ReconnectingConsumer"
 # When the connection is lost, tasks already running go on to their end (Celery's default, kept
 # on purpose): every long task holds a claim (consumers/claims.py), so the copy Redis delivers

@@ -1,0 +1,68 @@
+"""A worker with no broker for CELERY_BROKER_GIVE_UP_SECONDS exits with status 69 (EX_UNAVAILABLE),
+so that systemd's Restart= starts it again, instead of living on doing nothing. Both ways it can
+lose Redis: never had it (start), and had it then lost it (a real redis-server, SIGKILLed).
+Real parts: `celery worker --pool prefork`, redis-server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from dashboard.celery import EX_UNAVAILABLE
+from devstack.processes import ManagedProcess, free_port
+from devstack.redis import LocalRedis
+
+pytestmark = pytest.mark.slow
+
+GIVE_UP = 4
+
+
+def start_worker(tmp_path: Path, redis_url: str) -> ManagedProcess:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
+        "VAR_DIR": str(tmp_path / "var"),
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_GIVE_UP_SECONDS": str(GIVE_UP),
+    }
+    command = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "--pool", "prefork", "-c", "1"]
+    return ManagedProcess("worker", command, log_path=tmp_path / "worker.log", cwd=settings.BASE_DIR, env=environment)
+
+
+def exit_code_within(worker: ManagedProcess, seconds: float) -> int | None:
+    try:
+        return worker.popen.wait(seconds)
+    except Exception:
+        return None
+    finally:
+        worker.stop(5)
+
+
+def test_a_worker_that_never_reaches_its_broker_exits_69(tmp_path: Path):
+    worker = start_worker(tmp_path, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    started = time.monotonic()
+    code = exit_code_within(worker, GIVE_UP + 60)
+    assert code == EX_UNAVAILABLE, worker.log_tail()
+    assert "giving up" in worker.log_tail(200)
+    print(f"exited {code} after {time.monotonic() - started:.1f} s (give up after {GIVE_UP} s, start-up included)")
+
+
+def test_a_worker_that_loses_its_broker_for_good_exits_69(tmp_path: Path):
+    server = LocalRedis(tmp_path / "redis")
+    worker = start_worker(tmp_path, server.url)
+    try:
+        worker.wait_for_log("ready.", 90)
+        server.process.signal(signal.SIGKILL)
+        lost = time.monotonic()
+        code = exit_code_within(worker, GIVE_UP + 60)
+    finally:
+        server.stop()
+    assert code == EX_UNAVAILABLE, worker.log_tail()
+    print(f"exited {code} {time.monotonic() - lost:.1f} s after Redis was killed (give up after {GIVE_UP} s)")
