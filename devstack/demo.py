@@ -286,11 +286,15 @@ def _demo_alert_rules() -> None:
     """Rules to show on the Alerts page (no channel: an admin adds webhooks, mail, Alertmanager)."""
     from consumers.alerts.models import AlertRule
 
+    # the demo's traffic starts, stops and fails on purpose, on a loaded machine: a state must hold
+    # a minute to fire and be gone five to resolve, or the page fills with fire/resolve pairs
+    calm = {"for_seconds": 60, "keep_firing_seconds": 300}
     rules = {
         "groups stopped, stalled or losing messages": {"condition": "state", "severity": "critical",
-                                                       "states": ["STOPPED", "STALLED", "OFFSET_EXPIRED"]},
-        "rebalance storms and retry storms": {"condition": "state", "states": ["REBALANCE_STORM", "RETRY_STORM"]},
-        "a broker missing or not answering": {"condition": "broker_missing", "severity": "critical"},
+                                                       "states": ["STOPPED", "STALLED", "OFFSET_EXPIRED"], **calm},
+        "rebalance storms and retry storms": {"condition": "state", "states": ["REBALANCE_STORM", "RETRY_STORM"],
+                                              **calm},
+        "a broker missing or not answering": {"condition": "broker_missing", "severity": "critical", **calm},
     }  # fmt: skip
     for name, fields in rules.items():
         AlertRule.objects.get_or_create(name=name, defaults=fields)

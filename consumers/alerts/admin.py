@@ -72,14 +72,15 @@ class AlertRuleForm(forms.ModelForm):
 
     class Meta:
         model = AlertRule
-        fields = ["name", "enabled", "condition", "states", "threshold", "for_seconds", "clusters", "group_pattern",
-                  "severity", "channels"]  # fmt: skip
+        fields = ["name", "enabled", "condition", "states", "threshold", "for_seconds", "keep_firing_seconds",
+                  "clusters", "group_pattern", "severity", "channels"]  # fmt: skip
 
 
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
     form = AlertRuleForm
-    list_display = ["name", "condition", "threshold", "for_seconds", "group_pattern", "severity", "enabled"]
+    list_display = ["name", "condition", "threshold", "for_seconds", "keep_firing_seconds", "group_pattern", "severity",
+                    "enabled"]  # fmt: skip
     filter_horizontal = ["clusters", "channels"]
 
     def save_related(self, request, form, formsets, change):
@@ -87,7 +88,8 @@ class AlertRuleAdmin(admin.ModelAdmin):
         rule = form.instance
         _audit(request, "alert-rule-saved", {
             "rule": rule.name, "enabled": rule.enabled, "condition": rule.condition, "states": rule.states,
-            "threshold": rule.threshold, "for_seconds": rule.for_seconds, "group_pattern": rule.group_pattern,
+            "threshold": rule.threshold, "for_seconds": rule.for_seconds,
+            "keep_firing_seconds": rule.keep_firing_seconds, "group_pattern": rule.group_pattern,
             "severity": rule.severity, "clusters": sorted(c.name for c in rule.clusters.all()) or "every cluster",
             "channels": sorted(c.name for c in rule.channels.all()),
         })  # fmt: skip

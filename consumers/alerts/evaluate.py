@@ -3,7 +3,9 @@
 - A condition that starts to hold opens an alert: pending, or firing at once when the rule has
   no for_seconds. A pending one fires once it has held for_seconds, and is cleared, never
   notified, if it stops before.
-- A firing alert resolves when its condition is known not to hold (or its subject is gone).
+- A firing alert resolves when its condition is known not to hold (or its subject is gone),
+  for the rule's keep_firing_seconds when it has one: a condition that comes back before then
+  keeps the alert firing, with no new notification (Prometheus's keep_firing_for).
   Unknown (a failed poll, a stale group) changes nothing.
 - Every transition is a conditional UPDATE on the state it leaves, and opening relies on the
   unique "one open alert per subject" constraint: a second worker evaluating the same poll,
@@ -90,13 +92,27 @@ def _evaluate_rule(rule, cluster, mine: dict, meta, documents, window, now, outc
             _open(rule, cluster, spec.scope, subject, seen, now, outcome)
         elif alert.state == State.PENDING and (now - alert.started_at).total_seconds() >= rule.for_seconds:
             _fire(alert, seen, now, outcome)
-        elif alert.state == State.FIRING and alert.silenced_by_id:
-            _unsilence_if_over(alert, now, outcome)
+        elif alert.state == State.FIRING:
+            if alert.clear_since is not None:
+                Alert.objects.filter(pk=alert.pk, state=State.FIRING).update(clear_since=None)
+            if alert.silenced_by_id:
+                _unsilence_if_over(alert, now, outcome)
     if verdict.all_unknown:
         return
     for subject, alert in mine.items():
-        if subject not in verdict.unknown:
+        if subject not in verdict.unknown and _clear_long_enough(alert, rule, now):
             _end(alert, conditions.clear_evidence(spec, subject, meta, documents), now, outcome)
+
+
+def _clear_long_enough(alert: Alert, rule: AlertRule, now) -> bool:
+    """Whether a known-clear condition ends `alert` now; a firing alert of a rule that keeps
+    firing starts or goes on waiting instead."""
+    if alert.state != State.FIRING or not rule.keep_firing_seconds:
+        return True
+    if alert.clear_since is None:
+        Alert.objects.filter(pk=alert.pk, state=State.FIRING, clear_since=None).update(clear_since=now)
+        return False
+    return (now - alert.clear_since).total_seconds() >= rule.keep_firing_seconds
 
 
 def end_unpolled(now: dt.datetime | None = None) -> Outcome:

@@ -66,6 +66,10 @@ class AlertRule(models.Model):
     for_seconds = models.PositiveIntegerField(
         default=0, help_text="the condition must hold this long before the alert fires (against flapping)"
     )
+    keep_firing_seconds = models.PositiveIntegerField(
+        default=0,
+        help_text="a firing alert resolves once its condition has been known clear this long (against flapping)",
+    )
     clusters = models.ManyToManyField("consumers.Cluster", blank=True, help_text="none: every cluster")
     group_pattern = models.CharField(max_length=200, default="*", help_text="group names, shell-style (orders-*)")
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
@@ -131,6 +135,8 @@ class Alert(models.Model):
     fired_at = models.DateTimeField(null=True)
     ended_at = models.DateTimeField(null=True)
     end_evidence = models.TextField(blank=True)
+    # a firing alert's condition known clear since then, waiting out its rule's keep_firing_seconds
+    clear_since = models.DateTimeField(null=True, blank=True)
     silenced_by = models.ForeignKey(Silence, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     acknowledged_at = models.DateTimeField(null=True)

@@ -88,6 +88,31 @@ def test_for_seconds_waits_and_a_short_blip_is_cleared_without_notice(east, redi
     assert blip.state == "cleared" and not blip.deliveries.exists()
 
 
+def test_keep_firing_seconds_holds_a_flapping_alert_and_resolves_it_once_clear_long_enough(east, redis, queued):
+    make_rule(make_channel(), keep_firing_seconds=300)
+    down = publish(east, redis, [stopped()])
+    alert = Alert.objects.get()
+    t0 = alert.started_at
+    assert alert.state == "firing" and len(queued) == 1
+    up = publish(east, redis, [healthy()])
+    meta = snapshots.read_meta(redis, east.pk)
+    alert.refresh_from_db()
+    assert (alert.state, alert.clear_since is not None) == ("firing", True)
+    flapped_at = t0 + dt.timedelta(seconds=200)
+    evaluate.evaluate_cluster(east, meta, down, None, now=flapped_at)  # back before 300 s clear
+    alert.refresh_from_db()
+    assert (alert.state, alert.clear_since) == ("firing", None) and len(queued) == 1
+    clear_from = flapped_at + dt.timedelta(seconds=10)
+    evaluate.evaluate_cluster(east, meta, up, None, now=clear_from)
+    evaluate.evaluate_cluster(east, meta, up, None, now=clear_from + dt.timedelta(seconds=299))
+    assert Alert.objects.get().state == "firing"
+    outcome = evaluate.evaluate_cluster(east, meta, up, None, now=clear_from + dt.timedelta(seconds=300))
+    alert.refresh_from_db()
+    assert (outcome.ended, alert.state, alert.ended_at) == (1, "resolved", clear_from + dt.timedelta(seconds=300))
+    assert list(Delivery.objects.values_list("event", flat=True).order_by("pk")) == ["firing", "resolved"]
+    assert Alert.objects.count() == 1  # one alert through the flap, not a fire/resolve pair per blip
+
+
 def test_the_same_poll_evaluated_twice_at_once_notifies_once(east, redis, queued, transactional_db):
     make_rule(make_channel(), make_channel("second"))
     docs = publish(east, redis, [group("other", lag=0)])
