@@ -183,7 +183,8 @@ def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
             findings.append(
                 Finding(
                     "RETRY_STORM",
-                    f"{grown} messages were sent back for redelivery in {minutes * 60:.0f}s "
+                    f"{grown} messages went back for redelivery in {minutes * 60:.0f}s (failed, or timed out in "
+                    f"flight: a client that left holding messages sends them back too) "
                     f"({grown / minutes:.0f}/min, threshold {thresholds.retry_rate_per_minute:.0f}/min)",
                 )
             )
