@@ -79,7 +79,7 @@ def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
 async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
     """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
     stages = Stages()
-    ask = _proxy_ask(cluster, redis)
+    ask, proxies = _proxy_ask(cluster, redis), None
     with stages.timing("brokers read"):
         snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
     if ask.addresses:
@@ -104,7 +104,7 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
             budget=settings.ROCKETMQ_LAGTIME_BUDGET,
         )
     reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts,
-                          stages=stages)  # fmt: skip
+                          stages=stages, proxies=proxies)  # fmt: skip
     if cluster.broker_metrics:
         with stages.timing("in flight"):
             reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)

@@ -40,6 +40,9 @@ class PollReading:
     in_flight: dict[str, int] | None = None
     in_flight_note: str | None = "broker metrics not enabled for this cluster (its broker metrics URLs)"
     stages: Stages = field(default_factory=Stages)
+    # the proxies' states as the read judged them (restart times against the previous poll's);
+    # None: worked out when published
+    proxies: list | None = None
 
 
 @dataclass
@@ -92,8 +95,10 @@ def publish_poll(
     with stages.timing("health"):
         window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
-    old_meta = snapshots.read_meta(redis, cluster.pk)
-    proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
+    proxies = reading.proxies
+    if proxies is None:
+        old_meta = snapshots.read_meta(redis, cluster.pk)
+        proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
     degraded = incomplete or snapshot.problems or unreachable or any(p.state != "ok" for p in proxies)
     meta = ClusterMeta(
         cluster_id=cluster.pk,
