@@ -19,7 +19,14 @@ import plotly
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Installed (pip install .), templates/ and static/ are this package's data, and the folders the
+# console writes by default (var/, staticfiles/, Spark's scratch files) are in the working
+# directory (the units' WorkingDirectory), never in site-packages. In a checkout, both are the
+# checkout itself, as they always were.
+INSTALLED = (PACKAGE_DIR / "templates").is_dir()
+ASSETS_DIR = PACKAGE_DIR if INSTALLED else PACKAGE_DIR.parent
+BASE_DIR = Path.cwd() if INSTALLED else PACKAGE_DIR.parent
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
@@ -133,7 +140,7 @@ WSGI_APPLICATION = "dashboard.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [ASSETS_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -190,7 +197,7 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 STATICFILES_DIRS = [
-    BASE_DIR / "static",
+    ASSETS_DIR / "static",
     # plotly.js comes from the pinned plotly package itself: one version, no CDN, no copy
     ("vendor/plotly", Path(plotly.__file__).parent / "package_data"),
 ]

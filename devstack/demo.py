@@ -126,23 +126,19 @@ class Demo:
         environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
         # the demo knows where it serves the console: its alerts link there
         environment["CONSOLE_BASE_URL"] = os.environ.get("CONSOLE_BASE_URL") or f"http://127.0.0.1:{self.http_port}"
-        python = sys.executable
-        celery = [python, "-m", "celery", "-A", "dashboard"]
-        # the prefork pool, production's default (`celery -A dashboard worker`): tasks run in forked
-        # processes, and the task time limits (CELERY_TASK_*TIME_LIMIT) apply (not in the threads pool)
-        self._spawn(
-            "celery-worker", [*celery, "worker", "-l", "info", "--pool", "prefork", "-c", "2", "-E"], environment
-        )
-        self._spawn(
-            "celery-beat", [*celery, "beat", "-l", "info", "-s", str(self.base / "celerybeat-schedule")], environment
-        )
-        call_command("collectstatic", interactive=False, verbosity=0)  # hashed names, compressed
-        # gthread: a thread per connection, kept alive between requests (htmx refreshes reuse it)
+        # `rocketmq-console` as the systemd units run it, from the checkout (dashboard/cli.py). The
+        # worker has the prefork pool, production's: tasks run in forked processes, and the task
+        # time limits (CELERY_TASK_*TIME_LIMIT) apply (not in the threads pool)
+        console = [sys.executable, "-m", "dashboard.cli"]
+        self._spawn("celery-worker", [*console, "worker", "--concurrency", "2"], environment)
+        schedule = str(self.base / "celerybeat-schedule")
+        self._spawn("celery-beat", [*console, "beat", "--schedule", schedule], environment)
+        # gunicorn, gthread: a thread per connection, kept alive between requests (htmx refreshes
+        # reuse it); it collects the static files first (hashed names, compressed)
         web = self._spawn(
             "web",
-            [python, "-m", "gunicorn", "dashboard.wsgi:application", "--bind", f"127.0.0.1:{self.http_port}",
-             "--workers", "2", "--worker-class", "gthread", "--threads", "4", "--graceful-timeout", "5",
-             "--access-logfile", "-"],
+            [*console, "serve", "--bind", f"127.0.0.1:{self.http_port}", "--workers", "2", "--threads", "4",
+             "--graceful-timeout", "5"],
             environment,
         )  # fmt: skip
         web.wait_until(lambda: _answers(f"http://127.0.0.1:{self.http_port}/login/"), 90, "the login page answers")

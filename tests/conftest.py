@@ -159,6 +159,17 @@ def redis_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def installed_console(tmp_path_factory):
+    """The wheel of this checkout installed into a fresh virtualenv outside it (tests/support/installed.py)."""
+    from django.conf import settings
+
+    from tests.support.installed import build_wheel, install
+
+    base = tmp_path_factory.mktemp("installed")
+    return install(build_wheel(Path(settings.BASE_DIR), base), base / "venv")
+
+
 # Hypothesis: 300 examples per property by default, 1000 in CI (HYPOTHESIS_PROFILE=ci).
 # The deadline catches hangs and pathological slow paths without flaking on a busy machine.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402

@@ -1,12 +1,13 @@
 """deploy/systemd/: the units for web, worker and beat are valid for systemd
 (`systemd-analyze verify`, which also finds a command that is not there), and start what the
-README says: gunicorn on dashboard.wsgi, the prefork worker, one beat."""
+README says: `rocketmq-console serve` (gunicorn on dashboard.wsgi), `worker` (prefork), `beat`.
+They are verified against the console as pip installs it (the wheel of tests/test_package.py),
+where that command is."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,9 @@ UNITS = settings.BASE_DIR / "deploy" / "systemd"
 NAMES = ["rocketmq-console-web.service", "rocketmq-console-worker.service", "rocketmq-console-beat.service"]
 
 
-def _installed_here(unit: Path, tmp_path: Path) -> Path:
-    """The unit as installed from this checkout: its virtualenv and env file where they are here."""
-    text = unit.read_text().replace("/srv/rocketmq-console/.venv", sys.prefix)
+def _installed_here(unit: Path, tmp_path: Path, venv: Path) -> Path:
+    """The unit as installed here: its virtualenv the test's, its env file this checkout's."""
+    text = unit.read_text().replace("/srv/rocketmq-console/.venv", str(venv))
     text = text.replace("/etc/rocketmq-console.env", str(UNITS / "rocketmq-console.env"))
     installed = tmp_path / unit.name
     installed.write_text(text)
@@ -26,29 +27,30 @@ def _installed_here(unit: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_each_unit_verifies_clean(name, tmp_path):
+def test_each_unit_verifies_clean(name, tmp_path, installed_console):
     assert shutil.which("systemd-analyze"), "systemd-analyze is missing (Debian package systemd)"
-    unit = _installed_here(UNITS / name, tmp_path)
+    unit = _installed_here(UNITS / name, tmp_path, installed_console.venv)
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     # verify exits 0 on some errors (a bad value is "ignored"): nothing printed is the test
     assert result.returncode == 0 and not result.stderr.strip() and not result.stdout.strip(), result.stderr
 
 
-def test_a_unit_with_a_mistake_is_caught(tmp_path):
+def test_a_unit_with_a_mistake_is_caught(tmp_path, installed_console):
     """The check above can fail: a command that is not there, and a value systemd ignores."""
-    unit = _installed_here(UNITS / NAMES[0], tmp_path)
+    unit = _installed_here(UNITS / NAMES[0], tmp_path, installed_console.venv)
     unit.write_text(unit.read_text().replace("Restart=always", "Restart=sometimes"))
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert "restart specifier" in result.stderr
-    unit.write_text(unit.read_text().replace(f"{sys.prefix}/bin/gunicorn", "/nonexistent/gunicorn"))
+    unit.write_text(unit.read_text().replace(str(installed_console.command), "/nonexistent/rocketmq-console"))
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "not executable" in result.stderr
 
 
-def test_the_units_run_gunicorn_the_prefork_worker_and_beat_restarting_always():
+def test_the_units_run_the_console_command_restarting_always():
+    """serve is gunicorn with gthread workers, worker the prefork pool (tests/test_package.py)."""
     web, worker, beat = ((UNITS / name).read_text() for name in NAMES)
-    assert "gunicorn dashboard.wsgi:application" in web and "--worker-class gthread" in web
-    assert "celery -A dashboard worker --pool prefork" in worker and "celery -A dashboard beat" in beat
+    command = "ExecStart=/srv/rocketmq-console/.venv/bin/rocketmq-console"
+    assert f"{command} serve " in web and f"{command} worker " in worker and f"{command} beat" in beat
     assert all(
         "Restart=always" in unit and "EnvironmentFile=/etc/rocketmq-console.env" in unit for unit in (web, worker, beat)
     )
