@@ -95,9 +95,9 @@ def publish_poll(
     with stages.timing("health"):
         window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
+    old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = reading.proxies
     if proxies is None:
-        old_meta = snapshots.read_meta(redis, cluster.pk)
         proxies = documents.proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
     degraded = incomplete or snapshot.problems or unreachable or any(p.state != "ok" for p in proxies)
     meta = ClusterMeta(
