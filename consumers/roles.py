@@ -115,7 +115,7 @@ def roles_of(user) -> list[str]:
     return [role for role in ROLES if role in names]
 
 
-# Who may do what, URL by URL: the one table of the console's access rules (the README's roles
+# Who may do what, URL by URL: the one table of the console's access rules (docs/security.md's roles
 # table is printed from it, and tests/test_access.py walks it over every URL and role).
 # A rule names the permission needed; the roles holding it are in ROLE_PERMISSIONS. Views and
 # services enforce these rules themselves; this table is what they are checked against.
@@ -199,7 +199,7 @@ def roles_with(permission: str | None) -> list[str]:
 
 
 def access_markdown() -> str:
-    """ACCESS as the README's table (a test keeps the README equal to it)."""
+    """ACCESS as docs/security.md's table (a test keeps the two equal)."""
     lines = ["| URL name | GET | POST | what differs by role |", "|---|---|---|---|"]
 
     def who(permission: str | None) -> str:

@@ -38,7 +38,7 @@ def web_options(args: argparse.Namespace) -> dict:
     return {
         "bind": [args.bind],
         "workers": args.workers,
-        # a thread per kept-alive connection: htmx refreshes reuse theirs (README, Deployment)
+        # a thread per kept-alive connection: htmx refreshes reuse theirs (docs/deployment.md)
         "worker_class": "gthread",
         "threads": args.threads,
         "graceful_timeout": args.graceful_timeout,

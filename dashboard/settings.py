@@ -256,7 +256,7 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # runs a full collection every few requests of a 10,000-group list: each request's rows survive
 # enough young collections to count as long-lived, and a full collection walks every object of
 # the process (the decoded summaries too), a tenth of the requests taking 4x the median. Fewer,
-# larger young collections keep those rows young: p95 200 -> 46 ms in process (README).
+# larger young collections keep those rows young: p95 200 -> 46 ms in process (docs/benchmarks.md).
 GC_THRESHOLDS = tuple(int(n) for n in env_list("GC_THRESHOLDS", ["50000", "50", "50"]))
 if len(GC_THRESHOLDS) != 3 or min(GC_THRESHOLDS) < 1:
     raise ImproperlyConfigured(f"GC_THRESHOLDS needs three positive integers, not {GC_THRESHOLDS}")

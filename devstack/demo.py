@@ -61,7 +61,7 @@ django.setup()
 from django.conf import settings  # noqa: E402  (after django.setup)
 
 STATISTICS_AFTER_SECONDS = 90  # about six polls of history first
-# the demo's supervisor starts these again when they die (production: systemd, README)
+# the demo's supervisor starts these again when they die (production: systemd, docs/deployment.md)
 SUPERVISED = ("celery-worker", "celery-beat")
 RESTARTS_PER_MINUTE = 3
 
@@ -170,7 +170,7 @@ class Demo:
 
     def _supervise(self, process: ManagedProcess) -> bool:
         """Start a dead worker or beat again, as systemd's Restart=always would in production
-        (README, Deployment); at most RESTARTS_PER_MINUTE times a minute. False: give up."""
+        (docs/deployment.md); at most RESTARTS_PER_MINUTE times a minute. False: give up."""
         now = time.monotonic()
         recent = [t for t in self._restarts.get(process.name, []) if now - t < 60]
         if process.name not in SUPERVISED or len(recent) >= RESTARTS_PER_MINUTE:

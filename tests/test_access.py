@@ -166,12 +166,12 @@ def test_a_viewer_cannot_filter_dead_letters_by_body(client, personas, world):
     assert "body" not in DlqFilterForm(can_read_bodies=False).fields  # (tests/dlq: not on the real page either)
 
 
-def test_the_readme_shows_the_table_as_it_is():
+def test_the_security_guide_shows_the_table_as_it_is():
     from django.conf import settings
 
     from consumers.roles import access_markdown
 
-    assert access_markdown() in (settings.BASE_DIR / "README.md").read_text()
+    assert access_markdown() in (settings.BASE_DIR / "docs" / "security.md").read_text()
 
 
 def test_a_body_search_typed_by_an_operator_is_hidden_from_viewers_everywhere(client, personas, world):

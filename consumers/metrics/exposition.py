@@ -4,7 +4,7 @@ per scrape): per group and per topic, per cluster and broker, and the console's 
 Unknown values are absent, never 0: a scrape without a group's lag has no lag series for it, and
 `rocketmq_console_group_data_age_seconds` says how old what is there is. States are state sets:
 one series per possible state, 1 for the current one, so a rule can match `== 1` on a state and
-Grafana can colour a timeline. Names and labels are documented in the README (Metrics)."""
+Grafana can colour a timeline. Names and labels are documented in docs/operations.md (Metrics)."""
 
 from __future__ import annotations
 

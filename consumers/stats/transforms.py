@@ -3,7 +3,7 @@
 No Django, no I/O, no session here (job.py reads, calls these, writes; session.py makes the one
 session), so the same functions run in tests on hand-made rows, in `local[*]` and on a cluster.
 
-Definitions (the README's "Statistics" section says the same to operators):
+Definitions (docs/operations.md, "Statistics", says the same to operators):
 - A poll's rows are the history's rows with one `ts`. Rows of the period plus a look-back
   (the day before) are read, so the first poll of a day is compared with the last of the day
   before: what was consumed across midnight counts on the day it was observed.
