@@ -22,14 +22,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def debug_on(settings):
-    """DEBUG on, as in the demo (Django's test runner turns it off): django-htmx's debug script is
-    then on every page, and it replaces the whole document with any 400/403/404/500 answer to
-    an htmx request."""
-    settings.DEBUG = True
-
-
 @pytest.fixture
 def polled(browser, redis, history_dir, namesrv, settled, personas):
     cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
@@ -177,7 +169,11 @@ def test_the_reset_form_opens_with_its_preview_box_and_previews_as_the_strategy_
     assert errors == [] and page.evaluate("window.__csp || []") == []
 
 
-def test_the_main_pages_load_with_debug_on_and_keep_their_document(page, live_server, polled, settled):
+def test_the_main_pages_load_with_debug_on_and_keep_their_document(page, live_server, polled, settled, settings):
+    """The other browser tests run with DEBUG off, as production does; this one and the next turn
+    it on: django-htmx's debug script is then on every page, and it replaces the whole document
+    with any 400/403/404/500 answer to an htmx request, which must not happen either."""
+    settings.DEBUG = True
     group = settled.lagging.group
     errors = watch_errors(page)
     log_in(page, live_server.url, "operator", "/")
@@ -325,7 +321,9 @@ def redrive_run(pk: int):
     return run_job(pk)
 
 
-def test_the_other_main_actions_with_debug_on(browser, page, live_server, polled, personas, settled, monkeypatch):
+def test_the_other_main_actions_with_debug_on(
+    browser, page, live_server, polled, personas, settled, monkeypatch, settings
+):
     """Every main action not clicked above, through its own button, DEBUG on: a token created
     (shown once) and revoked, a statistics run queued, a reset request refreshed by its
     requester and rejected by an approver. Each lands on a page of the console, never an error."""
@@ -334,6 +332,8 @@ def test_the_other_main_actions_with_debug_on(browser, page, live_server, polled
     from consumers.changes.models import ChangeRequest
     from consumers.core import Actor
     from consumers.resets.services import request_reset
+
+    settings.DEBUG = True
     from consumers.stats import views as stats_views
     from consumers.stats.models import StatsRun
 

@@ -1,5 +1,6 @@
-"""The RocketMQ 5 view in headless Chromium (DEBUG on, as the demo): a gRPC group's page and the
-groups list with their consumption, through a real proxy and the official 5.x SDK."""
+"""The RocketMQ 5 view in headless Chromium (DEBUG off, as production and the demo run): a gRPC
+group's page and the groups list with their consumption, through a real proxy and the official
+5.x SDK."""
 
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ def test_a_grpc_groups_page_and_the_groups_list_show_how_it_consumes(
     page, live_server, browser, redis, history_dir, namesrv, rocketmq, proxy, mqadmin, traffic, names, personas,
     settings,
 ):  # fmt: skip
-    settings.DEBUG = True
     topic, group = names.topic("grpc-ui"), names.group("grpc-ui")
     mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2", "-a", "+message.type=NORMAL")
     in_thread(grpc_group, mqadmin, namesrv, group, topic)
@@ -60,7 +60,6 @@ def test_a_grpc_groups_page_and_the_groups_list_show_how_it_consumes(
 def test_a_remoting_pop_fifo_groups_page_shows_its_pops_and_badge_and_no_held_queue_warning(
     page, live_server, browser, redis, history_dir, namesrv, mqadmin, traffic, names, personas, settings
 ):
-    settings.DEBUG = True
     topic, group = names.topic("rpop-ui"), names.group("rpop-ui")
     mqadmin.run("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
     mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", "true")

@@ -1,5 +1,6 @@
-"""The Alerts page in headless Chromium with DEBUG on (as the demo runs): an operator follows
-the header's firing count, acknowledges the alert, silences a group and ends the silence."""
+"""The Alerts page in headless Chromium with DEBUG off (as production and the demo run): an
+operator follows the header's firing count, acknowledges the alert, silences a group and ends
+the silence."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 def test_an_operator_acknowledges_silences_and_ends_the_silence(
     page, live_server, east, redis, queued, settings, personas
 ):
-    settings.DEBUG = True
     make_rule(make_channel(), severity="critical")
     publish(east, redis, [group("orders", lag=8, online=False)])
     log_in(page, live_server.url, "operator", landing="/")

@@ -32,7 +32,6 @@ GROUP = "shop-group-0001"
 
 @pytest.fixture
 def week(spark, settings, tmp_path, redis, personas):
-    settings.DEBUG = True  # as in the demo: django-htmx's debug script is on the pages (tests/test_browser.py)
     settings.STATS_OUTPUT_URL = str(tmp_path / "stats")
     settings.REPORT_DIR = tmp_path / "reports"
     last = timezone.now().date() - dt.timedelta(days=1)
