@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from . import apischema, lockout
 from .apischema import Obj
 from .models import Cluster
-from .roles import VIEW, perm
+from .roles import VIEW, perm, roles_of
 from .tokens.auth import TokenLockedOut, token_user
 
 
@@ -191,9 +191,25 @@ def _api_or_page(template: str | None, status: int, message: str):
             return json_error(status, said or (f"{message}: {request.path}" if status == 404 else message))
         if template is None:  # a 500: the request may be what failed, so no request context
             return defaults.server_error(request)
+        if status == 403 and _has_no_role(request):
+            return render(request, "identity/no_access.html", {"idp_groups": _idp_groups(request.user)}, status=403)
         return render(request, template, {"exception": said, "message": said or message}, status=status)
 
     return handler
+
+
+def _has_no_role(request) -> bool:
+    """Signed in without any role (a new single sign-on user, before an admin gives one): the
+    page says so, instead of naming a role that does not allow this."""
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and not user.is_superuser and not roles_of(user))
+
+
+def _idp_groups(user) -> list[str]:
+    from .identity.models import IdpAccount
+
+    account = IdpAccount.objects.filter(user=user).first()
+    return list(account.groups) if account else []
 
 
 handle_400 = _api_or_page("consumers/bad_request.html", 400, "bad request")

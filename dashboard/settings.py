@@ -169,11 +169,41 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# django-axes first: it refuses a locked-out login before any password is checked
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# django-axes first: it refuses a locked-out login before any password is checked. Passwords
+# are checked as by ModelBackend unless PASSWORD_LOGIN is off; single sign-on sessions name the
+# second one (consumers/identity/backends.py).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "consumers.identity.backends.PasswordBackend",
+    "consumers.identity.backends.IdentityProviderBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "consumers:home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on with OpenID Connect (consumers/identity/oidc.py): on when OIDC_ISSUER is set.
+# The provider's endpoints and keys come from {OIDC_ISSUER}/.well-known/openid-configuration.
+OIDC_ISSUER = (env_str("OIDC_ISSUER", "") or "").rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET") or ""
+# the claim of the ID token that lists the user's groups (a nested claim as a.b: realm_access.roles)
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_SCOPES = env_list("OIDC_SCOPES", ["openid", "profile", "email"])
+# seconds the provider may take to answer (discovery, keys, the token exchange)
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+if OIDC_ISSUER:
+    # plain HTTP only to this machine (the development Keycloak): tokens and secrets cross it
+    if not OIDC_ISSUER.startswith(("https://", "http://127.0.0.1:", "http://localhost:")):
+        raise ImproperlyConfigured(f"OIDC_ISSUER must be the provider's https:// URL, not {OIDC_ISSUER!r}")
+    if not OIDC_CLIENT_ID or not OIDC_CLIENT_SECRET:
+        raise ImproperlyConfigured("OIDC_ISSUER is set: OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (or _FILE) are needed")
+    if "openid" not in OIDC_SCOPES:
+        raise ImproperlyConfigured(f"OIDC_SCOPES must include openid, not {','.join(OIDC_SCOPES)!r}")
+# Username and password logins (the login page, /admin/login/, API_BASIC_AUTH). Off: everyone
+# signs in through the identity provider, the break-glass admin too (README, Single sign-on).
+PASSWORD_LOGIN = env_bool("PASSWORD_LOGIN", True)
+if not PASSWORD_LOGIN and not OIDC_ISSUER:
+    raise ImproperlyConfigured("PASSWORD_LOGIN is off and OIDC_ISSUER is not set: nobody could log in")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -1,12 +1,16 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from consumers import probes
+from consumers.identity import views as identity
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", identity.LoginView.as_view(), name="login"),
+    path("logout/", identity.logout, name="logout"),
+    # single sign-on (OIDC_ISSUER): to the identity provider and back (consumers/identity/)
+    path("oidc/login/", identity.start_sign_in, name="oidc-login"),
+    path("oidc/callback/", identity.callback, name="oidc-callback"),
+    path("admin/login/", identity.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     # probes for load balancers and orchestrators: no login, no names (consumers/probes.py)
     path("healthz", probes.healthz, name="healthz"),

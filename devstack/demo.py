@@ -23,6 +23,7 @@ from pathlib import Path
 
 import django
 
+from .keycloak import ADMIN_PASSWORD
 from .processes import ManagedProcess, StartupError, free_port, port_is_free
 from .proxy import LocalProxy
 from .redis import ensure_local_redis
@@ -33,6 +34,24 @@ from .traffic import Harness
 ROLES_FOR_DEMO = ("viewer", "operator", "approver", "admin")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+
+def _sso_requested() -> bool:
+    """`--sso` or DEMO_SSO=1: Keycloak as the demo's identity provider. Read before the settings
+    are (at import), since they name the issuer."""
+    return "--sso" in sys.argv[1:] or os.environ.get("DEMO_SSO", "").lower() in ("1", "true", "yes")
+
+
+def _sso_environment() -> int:
+    """The console's single sign-on settings for the demo's Keycloak; its port."""
+    from .keycloak import console_client
+
+    port = int(os.environ.get("DEMO_KEYCLOAK_PORT") or 0) or (8180 if port_is_free(8180) else free_port())
+    client = console_client()
+    os.environ.setdefault("OIDC_ISSUER", f"http://127.0.0.1:{port}/realms/console")
+    os.environ.setdefault("OIDC_CLIENT_ID", client["clientId"])
+    os.environ.setdefault("OIDC_CLIENT_SECRET", client["secret"])
+    return port
 
 
 def _production_like_environment() -> None:
@@ -56,6 +75,7 @@ def _production_like_environment() -> None:
 
 
 _production_like_environment()
+KEYCLOAK_PORT = _sso_environment() if _sso_requested() else None
 django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup)
@@ -93,6 +113,7 @@ class Demo:
         self._restarts: dict[str, list[float]] = {}
         self._stopping = False
         self.statistics: ManagedProcess | None = None  # the one statistics run at start-up
+        self.keycloak = None  # with --sso
         self.started_at = time.monotonic()
 
     def start(self) -> dict[str, str]:
@@ -114,6 +135,11 @@ class Demo:
         ).start()
         self.log("Starting rocketmq-proxy (cluster mode) for the RocketMQ 5 gRPC clients ...")
         self.proxy = LocalProxy(runtime, self.rocketmq.namesrv_addr, self.base / "proxy").start()
+        if KEYCLOAK_PORT:
+            from .keycloak import LocalKeycloak, ensure_keycloak
+
+            self.log("Starting Keycloak (single sign-on; the console realm's teams and users) ...")
+            self.keycloak = LocalKeycloak(ensure_keycloak(log=self.log), port=KEYCLOAK_PORT).start()
         call_command("migrate", verbosity=0)
         users = self._prepare_database()
         self.log(
@@ -214,6 +240,7 @@ class Demo:
             "proxy": {"grpc": self.proxy.grpc_endpoint, "remoting": self.proxy.remoting_address},
             "redis": settings.REDIS_URL,
             "redis_started": self.redis is not None,
+            "keycloak": self.keycloak.issuer if self.keycloak else None,
             "children": {p.name: p.pid for p in self._all_processes()},
         }
         state_file().write_text(json.dumps(state, indent=2))
@@ -230,6 +257,8 @@ class Demo:
             found.append(self.redis.process)
         if self.statistics:
             found.append(self.statistics)
+        if self.keycloak and self.keycloak.process:
+            found.append(self.keycloak.process)
         return found
 
     def run_until_stopped(self) -> None:
@@ -275,6 +304,8 @@ class Demo:
         for process in processes:
             process.stop(max(0.1, deadline - time.monotonic()))
         state_file().unlink(missing_ok=True)
+        if self.keycloak:
+            self.keycloak.discard()
         self.log("Stopped.")
 
 
@@ -412,10 +443,22 @@ def announce(demo: Demo, users: dict[str, str]) -> str:
         "  Celery       worker (prefork pool, 2 processes) and beat: a poll every "
         f"{settings.ROCKETMQ_POLL_INTERVAL} s; logs in {demo.base}",
         f"  State        {state_file()}",
+        *_sso_lines(demo),
         "Stop with Ctrl-C, or `make stop` (python -m devstack.demo --stop) from another terminal.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _sso_lines(demo: Demo) -> list[str]:
+    if not demo.keycloak:
+        return []
+    lines = [f"  Keycloak     {demo.keycloak.url}/admin/ (admin / {ADMIN_PASSWORD}); single sign-on users, no role "
+             "until the admin user adds one in the Django admin:"]  # fmt: skip
+    for name, user in demo.keycloak.users.items():
+        teams = ", ".join(group.strip("/") for group in user["groups"]) or "no team"
+        lines.append(f"    {name:<9} password {user['password']}  ({teams})")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -428,6 +471,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http-port", type=int, default=8000)
     parser.add_argument("--namesrv-port", type=int, default=9876, help="used if free, else a free port")
     parser.add_argument("--broker-port", type=int, default=10911, help="used if free, else a free port")
+    parser.add_argument("--sso", action="store_true", help="also start Keycloak for single sign-on (or DEMO_SSO=1)")
     args = parser.parse_args(argv)
     if args.stop:
         print("Demo stopped." if stop_running_demo() else "No demo is running.", flush=True)

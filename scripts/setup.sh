@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the demo ("demo") or the test suite ("test") needs. Idempotent:
 # installs missing Debian packages (when run as root), creates .venv with the exact pins of
-# requirements.txt, resolves Apache RocketMQ and builds the traffic harness with Maven.
+# requirements.txt, resolves Apache RocketMQ and builds the traffic harness with Maven, and
+# fetches Keycloak (tests, and the demo with DEMO_SSO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 purpose=${1:-demo}
@@ -51,3 +52,9 @@ fi
 
 # RocketMQ 5.3.3 jars and the harness jar, cached under .cache/ (offline after the first run)
 .venv/bin/python -c "from devstack.runtime import ensure_runtime; ensure_runtime()"
+
+# Keycloak 26.5.6 (the identity provider of the single sign-on tests and `demo --sso`), cached
+# under .cache/ too: fetched, unpacked and prepared for development mode once
+if [ "$purpose" = test ] || [ -n "${DEMO_SSO:-}" ]; then
+  .venv/bin/python -c "from devstack.keycloak import ensure_keycloak; ensure_keycloak()"
+fi

@@ -152,6 +152,18 @@ def settled(session_harness, mqadmin):
 
 
 @pytest.fixture(scope="session")
+def keycloak():
+    """Keycloak with the console realm (devstack/keycloak/console-realm.json), started once per
+    session by the first test that asks for it (mark those tests `keycloak`)."""
+    from devstack.keycloak import LocalKeycloak, ensure_keycloak
+
+    server = LocalKeycloak(ensure_keycloak()).start()
+    print(f"\nKeycloak at {server.url}: ready in {server.startup_seconds:.1f} s")
+    yield server
+    server.discard()
+
+
+@pytest.fixture(scope="session")
 def redis_server():
     server = LocalRedis(SESSION_DIR / "redis")
     os.environ["REDIS_URL"] = server.url

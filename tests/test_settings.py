@@ -157,6 +157,47 @@ def test_the_secret_may_come_from_a_file(tmp_path):
     assert result.stdout.strip() == "from-a-file-" + "y" * 40
 
 
+def test_single_sign_on_settings_come_from_the_environment(tmp_path):
+    names = (
+        "OIDC_ISSUER",
+        "OIDC_CLIENT_ID",
+        "OIDC_CLIENT_SECRET",
+        "OIDC_GROUPS_CLAIM",
+        "OIDC_SCOPES",
+        "PASSWORD_LOGIN",
+    )
+    assert settings_values({"DEBUG": "true"}, *names) == {
+        "OIDC_ISSUER": "", "OIDC_CLIENT_ID": "", "OIDC_CLIENT_SECRET": "", "OIDC_GROUPS_CLAIM": "groups",
+        "OIDC_SCOPES": ["openid", "profile", "email"], "PASSWORD_LOGIN": True,
+    }  # fmt: skip
+    secret = tmp_path / "oidc-secret"
+    secret.write_text("from-a-file\n")
+    given = {"DEBUG": "true", "OIDC_ISSUER": "https://sso.example.com/realms/console/", "OIDC_CLIENT_ID": "console",
+             "OIDC_CLIENT_SECRET_FILE": str(secret), "OIDC_GROUPS_CLAIM": "realm_access.roles",
+             "OIDC_SCOPES": "openid,groups", "PASSWORD_LOGIN": "false"}  # fmt: skip
+    assert settings_values(given, *names) == {
+        "OIDC_ISSUER": "https://sso.example.com/realms/console",  # discovery is {issuer}/.well-known/...
+        "OIDC_CLIENT_ID": "console", "OIDC_CLIENT_SECRET": "from-a-file", "OIDC_GROUPS_CLAIM": "realm_access.roles",
+        "OIDC_SCOPES": ["openid", "groups"], "PASSWORD_LOGIN": False,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"PASSWORD_LOGIN": "false"}, "nobody could log in"),
+        ({"OIDC_ISSUER": "https://sso.example.com/realms/c", "OIDC_CLIENT_ID": "c"}, "OIDC_CLIENT_SECRET"),
+        ({"OIDC_ISSUER": "http://sso.example.com/realms/c", "OIDC_CLIENT_ID": "c", "OIDC_CLIENT_SECRET": "s"},
+         "https://"),  # plain HTTP only to this machine
+        ({"OIDC_ISSUER": "https://sso.example.com", "OIDC_CLIENT_ID": "c", "OIDC_CLIENT_SECRET": "s",
+          "OIDC_SCOPES": "profile,email"}, "openid"),
+    ],
+)  # fmt: skip
+def test_single_sign_on_settings_that_cannot_work_are_refused(env, says):
+    result = load_settings({"DEBUG": "true", **env})
+    assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr and says in result.stderr
+
+
 def test_every_task_limit_fits_inside_the_visibility_timeout():
     """Read from the registered tasks themselves, not from the settings that computed them."""
     from dashboard.celery import app

@@ -1,0 +1,162 @@
+"""Single sign-on against a real Keycloak (one per test session, devstack/keycloak.py): the
+console's own callback, token checks and logout, with the Django test client as the console's
+browser and tests.support.oidc as Keycloak's (its login form, filled as a person would).
+The same round trip in Chromium is test_browser_sso.py."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from consumers.changes.models import AuditEvent
+from consumers.identity import oidc
+from consumers.identity.models import IdpAccount
+from devstack.keycloak import realm
+from tests.support.oidc import KeycloakBrowser, code_flow
+
+pytestmark = pytest.mark.keycloak
+HOST = "127.0.0.1:8123"  # the console as Keycloak sees it (its client allows http://127.0.0.1:*)
+
+
+@pytest.fixture
+def sso(settings, keycloak):
+    settings.OIDC_ISSUER = keycloak.issuer
+    settings.OIDC_CLIENT_ID = keycloak.client_id
+    settings.OIDC_CLIENT_SECRET = keycloak.client_secret
+    settings.OIDC_TIMEOUT = 60  # a Keycloak on 2 cores shared with a RocketMQ test run
+    return keycloak
+
+
+@pytest.fixture
+def console(db):
+    return Client(HTTP_HOST=HOST)
+
+
+def start(console) -> str:
+    """The console's redirect to Keycloak (its login page)."""
+    response = console.get("/oidc/login/")
+    assert response.status_code == 302, response.content
+    return response["Location"]
+
+
+def sign_in(console, keycloak, username: str, browser: KeycloakBrowser | None = None):
+    back = (browser or KeycloakBrowser()).sign_in(start(console), username, keycloak.users[username]["password"])
+    assert back.startswith(f"http://{HOST}/oidc/callback/?")
+    return console.get(back.removeprefix(f"http://{HOST}"))
+
+
+def payload(token: str) -> dict:
+    return json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+
+
+def test_alice_signs_in_is_found_by_sub_and_has_no_access_until_given_a_role(console, sso, redis):
+    answer = sign_in(console, sso, "alice")
+    assert answer.status_code == 302 and answer["Location"] == "/"
+    account = IdpAccount.objects.select_related("user").get(subject=sso.user_id("alice"))
+    user = account.user
+    assert (account.issuer, user.username, user.email) == (sso.issuer, "alice", "alice@example.com")
+    assert sorted(user.groups.values_list("name", flat=True)) == ["idp:payments"]
+    page = console.get("/")
+    assert page.status_code == 403 and b'id="no-access"' in page.content and b"payments" in page.content
+    event = AuditEvent.objects.get(action="login")
+    assert event.username == "alice"
+    assert {k: event.details[k] for k in ("method", "issuer", "idp_groups", "roles", "created")} == {
+        "method": "oidc", "issuer": sso.issuer, "idp_groups": ["payments"], "roles": [], "created": True}  # fmt: skip
+    user.groups.add(Group.objects.get(name="viewer"))  # a local admin gives a role
+    assert console.get("/").status_code == 200
+
+
+def test_a_replayed_a_forged_and_a_foreign_callback_are_refused(console, sso, redis):
+    browser = KeycloakBrowser()
+    back = browser.sign_in(start(console), "bob", sso.users["bob"]["password"]).removeprefix(f"http://{HOST}")
+    assert console.get(back).status_code == 302  # signed in
+    replayed = console.get(back)  # the same answer again: its state was used up
+    assert replayed.status_code == 400 and b"does not belong to this browser session" in replayed.content
+    elsewhere = Client(HTTP_HOST=HOST).get(back)  # another browser (a login CSRF): no such state there
+    assert elsewhere.status_code == 400
+    # a real state with a made-up code: Keycloak refuses the code
+    state = parse_qs(urlparse(start(console)).query)["state"][0]
+    forged = console.get(f"/oidc/callback/?state={state}&code=made-up")
+    assert forged.status_code == 400 and b"refused the sign-in code: invalid_grant" in forged.content
+    # the answer of a login started in one browser, opened in another
+    other = Client(HTTP_HOST=HOST)
+    theirs = KeycloakBrowser().sign_in(start(other), "carol", sso.users["carol"]["password"])
+    assert console.get(theirs.removeprefix(f"http://{HOST}")).status_code == 400
+    assert other.get(theirs.removeprefix(f"http://{HOST}")).status_code == 302  # still good where it began
+    assert AuditEvent.objects.filter(action="login").count() == 2  # bob, carol: refusals are logged only
+
+
+def test_id_tokens_that_do_not_validate_are_refused(console, sso, monkeypatch):
+    """Real tokens signed by this Keycloak, handed to the callback as the token endpoint's
+    answer: for another client, with another issuer, with another nonce, with a byte changed."""
+    password = sso.users["carol"]["password"]
+    other_app = next(c for c in realm()["clients"] if c["clientId"] == "other-app")
+    good = code_flow(sso.issuer, sso.client_id, sso.client_secret, "carol", password, nonce="not-the-sessions")
+    header, body, signature = good["id_token"].split(".")
+    forged_body = (
+        base64.urlsafe_b64encode(json.dumps({**payload(good["id_token"]), "preferred_username": "admin"}).encode())
+        .rstrip(b"=")
+        .decode()
+    )
+    elsewhere = sso.issuer.replace("127.0.0.1", "localhost")  # same keys, another issuer
+    cases = {
+        "invalid_claim: aud": code_flow(sso.issuer, "other-app", other_app["secret"], "carol", password, nonce="n"),
+        "invalid_claim: iss": code_flow(elsewhere, sso.client_id, sso.client_secret, "carol", password, nonce="n"),
+        "invalid_claim: nonce": good,
+        "bad_signature": {**good, "id_token": f"{header}.{forged_body}.{signature}"},
+        "unsupported_algorithm": {**good, "id_token": "eyJhbGciOiJub25lIn0." + body + "."},  # alg none
+    }
+    assert payload(cases["invalid_claim: iss"]["id_token"])["iss"] == elsewhere
+    assert payload(cases["invalid_claim: aud"]["id_token"])["aud"] == "other-app"
+    for name, token in cases.items():
+        state = parse_qs(urlparse(start(console)).query)["state"][0]
+        monkeypatch.setattr(oidc.client(), "fetch_access_token", lambda token=token, **kwargs: dict(token))
+        answer = console.get(f"/oidc/callback/?state={state}&code=whatever")
+        says = f"ID token is not valid ({name})".encode()
+        assert answer.status_code == 400 and says in answer.content, (name, answer.content)
+    assert not IdpAccount.objects.exists() and "_auth_user_id" not in console.session
+
+
+def test_a_group_change_in_keycloak_shows_at_the_next_sign_in(console, sso):
+    def groups():
+        return sorted(IdpAccount.objects.get(subject=sso.user_id("alice")).user.groups.values_list("name", flat=True))
+
+    sign_in(console, sso, "alice")
+    assert groups() == ["idp:payments"]
+    sso.set_membership("alice", "payments", False)
+    sso.set_membership("alice", "orders", True)
+    try:
+        console.post("/logout/")
+        sign_in(console, sso, "alice")
+        assert groups() == ["idp:orders"]
+        assert AuditEvent.objects.filter(action="login").last().details["removed"] == ["payments"]
+    finally:
+        sso.set_membership("alice", "orders", False)
+        sso.set_membership("alice", "payments", True)
+
+
+def test_logout_ends_the_keycloak_session_too(console, sso):
+    browser = KeycloakBrowser()
+    sign_in(console, sso, "carol", browser)
+    assert browser.login_form(start(Client(HTTP_HOST=HOST))) is None  # Keycloak's session: no password asked
+    out = console.post("/logout/")
+    end_session = oidc.metadata()["end_session_endpoint"]
+    found = re.search(r'id="end-session" href="([^"]+)"', out.content.decode())
+    url = html.unescape(found.group(1))
+    assert out.status_code == 200 and url.startswith(end_session + "?")
+    assert f'http-equiv="refresh" content="0;url={found.group(1)}"' in out.content.decode()
+    query = parse_qs(urlparse(url).query)
+    assert query["post_logout_redirect_uri"] == [f"http://{HOST}/login/"] and query["client_id"] == [sso.client_id]
+    assert payload(query["id_token_hint"][0])["preferred_username"] == "carol"
+    back = browser.get(url)  # Keycloak ends its session and sends the browser back
+    assert back.status_code == 302 and back.headers["Location"].startswith(f"http://{HOST}/login/")
+    assert browser.login_form(start(Client(HTTP_HOST=HOST))) is not None  # the password is asked again
+    assert console.get("/").status_code == 302
+    assert [e.details["method"] for e in AuditEvent.objects.filter(action="logout")] == ["oidc"]
