@@ -298,6 +298,29 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries_and_are
     bystander.stop()
 
 
+def test_a_push_consumers_dead_letters_show_the_deliveries_the_client_made(
+    cluster, proxy, mqadmin, traffic, names, viewer_client, namesrv
+):
+    """A PushConsumer whose listener always fails, max attempts 2 (retryMaxTimes 1): the SDK
+    forwards each message to the DLQ itself at its last attempt, so the dead letter stores one
+    reconsume time fewer than a SimpleConsumer's (which the proxy dead-letters at the pop after
+    its last attempt). Oracle: the client's own count of deliveries per message."""
+    topic = grpc_topic(mqadmin, names.topic("grpc-push-dlq"))
+    group = grpc_group(mqadmin, namesrv, names.group("grpc-push-dlq"), topic, max_retries=1)
+    consumer = traffic.grpc_consume(proxy.grpc_endpoint, group, topic, kind="push", mode="failing")
+    traffic.produce(topic, 4)
+
+    def dead() -> list[dict]:
+        answer = viewer_client.get(f"/api/dlq/local/{group}/messages/")
+        return answer.json().get("messages", []) if answer.status_code == 200 else []
+
+    wait(lambda: len(dead()) == 4, 150, "four dead letters")
+    counts = consumer.status()
+    assert (counts["distinct"], counts["maxDeliveries"], counts["received"]) == (4, 2, 8), counts
+    assert [r["deliveries"] for r in dead()] == [2] * 4, [(r["deliveries"], r["reconsume_times"]) for r in dead()]
+    consumer.stop()
+
+
 def test_messages_in_flight_of_a_slow_pop_group_equal_the_clients_own_count(
     cluster, redis, proxy, mqadmin, traffic, names, viewer_client
 ):
