@@ -89,8 +89,8 @@ def run_spark(history: Path, output: Path, first: dt.date, last: dt.date, interv
         "as_of": dt.datetime.combine(last + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC).isoformat(),
         "clusters": [{"cluster": "bench", "interval_seconds": interval, "slo_seconds": SLO}],
         "slo_overrides": [],
-        # the synthetic history has no poll in two files (the console's runs read a snapshot of
-        # the history taken under its lock, which has none either)
+        # the synthetic history has no poll in two files (the console's runs hand the job files
+        # chosen so that none is, unless two compactions just overlapped)
         "deduplicated": deduplicated,
     }
     (work / "params.json").write_text(json.dumps(params))

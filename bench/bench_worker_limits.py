@@ -125,7 +125,7 @@ def statistics(groups: int, worker: subprocess.Popen, log: Path) -> None:
 
     day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
     started = time.monotonic()
-    rows = write_history(Path(settings.HISTORY_DIR), day, 1, cluster="stats", groups=groups, queues=16, interval=15,
+    rows = write_history(Path(settings.HISTORY_URL), day, 1, cluster="stats", groups=groups, queues=16, interval=15,
                          seed=1, slow_hours=lambda _: (14, 15))  # fmt: skip
     print(f"synthetic day: {rows:,} queue rows of {groups:,} groups, written in {time.monotonic() - started:.0f} s",
           flush=True)  # fmt: skip

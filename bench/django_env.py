@@ -16,7 +16,7 @@ def setup_django(*, debug: bool = False) -> tuple[Path, LocalRedis]:
         {
             "DJANGO_SETTINGS_MODULE": "dashboard.settings",
             "VAR_DIR": str(base / "var"),
-            "HISTORY_DIR": str(base / "history"),
+            "HISTORY_URL": str(base / "history"),
             "REDIS_URL": redis.url,
             "DEBUG": "true" if debug else "false",
             "SECURE_SSL_REDIRECT": "false",  # production settings, but plain HTTP on the loopback

@@ -366,14 +366,16 @@ HEALTH_RETRY_RATE_PER_MINUTE = float(env_str("HEALTH_RETRY_RATE_PER_MINUTE", "60
 # more polls than this in the window with a changed queue allocation: REBALANCE_STORM
 HEALTH_REBALANCE_CHANGES = env_int("HEALTH_REBALANCE_CHANGES", 5)
 
-# History of polled snapshots (Parquet), read by the nightly statistics and the lag charts.
-HISTORY_DIR = Path(env_str("HISTORY_DIR", str(VAR_DIR / "history")))
+# History of polled snapshots (Parquet), read by the nightly statistics and the lag charts:
+# a folder, a file:// URL, a mount every worker host shares, or s3:// / hdfs:// (through
+# pyarrow's file systems; the statistics job reads the same place, see
+# consumers/live/history_files.py). With workers on several hosts it must be one they share.
+# HISTORY_DIR is its older name, read when HISTORY_URL is unset.
+HISTORY_URL = env_str("HISTORY_URL", env_str("HISTORY_DIR", str(VAR_DIR / "history")))
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 30)
-HISTORY_FLUSH_ROWS = env_int("HISTORY_FLUSH_ROWS", 200_000)
-HISTORY_FLUSH_SECONDS = env_int("HISTORY_FLUSH_SECONDS", 300)
-# Where a poll's history rows wait when the history store cannot be written (local disk, apart
-# from HISTORY_DIR), and how many polls per cluster it keeps (240: an hour at 15 s) before the
-# oldest are dropped and counted (consumers/live/spool.py)
+# Where a poll's history rows wait when the history store cannot be written (this host's disk,
+# apart from HISTORY_URL), and how many polls per cluster it keeps (240: an hour at 15 s) before
+# the oldest are dropped and counted (consumers/live/spool.py)
 HISTORY_SPOOL_DIR = Path(env_str("HISTORY_SPOOL_DIR", str(VAR_DIR / "history-spool")))
 HISTORY_SPOOL_MAX_POLLS = env_int("HISTORY_SPOOL_MAX_POLLS", 240)
 
@@ -402,7 +404,8 @@ REDRIVE_MAX_RATE = env_int("REDRIVE_MAX_RATE", 20000)
 REDRIVE_TIME_LIMIT = env_int("REDRIVE_TIME_LIMIT", 6 * 3600)
 
 # Nightly statistics (consumers/stats/): a spark-submit child process, never in the worker.
-# Locations may be URLs (file://, hdfs://, s3a://) when the job runs on a real Spark cluster.
+# The output may be a URL (file://, hdfs://, s3a://) when the job runs on a real Spark cluster;
+# it reads the history at HISTORY_URL.
 STATS_SPARK_MASTER = env_str("STATS_SPARK_MASTER", "local[*]")
 STATS_SPARK_SUBMIT = env_str("STATS_SPARK_SUBMIT", str(Path(sys.executable).parent / "spark-submit"))
 # extra --conf pairs, comma separated; the defaults keep the driver on the loopback interface
@@ -413,7 +416,6 @@ STATS_SPARK_CONF = env_list(
 # the driver's heap (local[*]: the executors run in it too); the JVM's resident peak is about
 # 0.25 GiB above it: 2.80 GiB for the 92 M-row day of bench_stats at 2560m
 STATS_DRIVER_MEMORY = env_str("STATS_DRIVER_MEMORY", "2560m")
-STATS_HISTORY_URL = env_str("STATS_HISTORY_URL", str(HISTORY_DIR))
 STATS_OUTPUT_URL = env_str("STATS_OUTPUT_URL", str(VAR_DIR / "stats"))
 STATS_RUN_DIR = Path(env_str("STATS_RUN_DIR", str(VAR_DIR / "stats-runs")))  # logs, params, summaries
 STATS_RUN_TIME_LIMIT = env_int("STATS_RUN_TIME_LIMIT", 3600)

@@ -11,7 +11,7 @@ from consumers.live import snapshots
 from consumers.live.brokers import BrokerReport
 from consumers.live.config import default_thresholds
 from consumers.live.documents import BrokerState, GroupDocument
-from consumers.live.history import HistoryStore
+from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.live.lagtime import LagTime
 from consumers.live.publish import PollReading, publish_poll
 from consumers.models import Cluster
@@ -73,9 +73,7 @@ def publish(
         lag_times=lag_times,
         dlq_counts={p.group: (dlq or {}).get(p.group, 0) for p in groups},
     )
-    store = history or HistoryStore(
-        Path(tempfile.mkdtemp(prefix="synthetic-history-")), flush_rows=10**9, flush_seconds=10**9
-    )
+    store = history or HistoryStore(Path(tempfile.mkdtemp(prefix="synthetic-history-")), state=MemoryOffsets())
     publish_poll(
         cluster,
         reading,

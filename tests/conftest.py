@@ -204,9 +204,9 @@ def redis(redis_server, settings):
 
 @pytest.fixture
 def history_dir(tmp_path, settings):
-    settings.HISTORY_DIR = tmp_path / "history"
+    settings.HISTORY_URL = str(tmp_path / "history")
     settings.HISTORY_SPOOL_DIR = tmp_path / "history-spool"
-    return settings.HISTORY_DIR
+    return tmp_path / "history"
 
 
 PASSWORD = "a-long-test-password-1"

@@ -311,3 +311,11 @@ def test_numeric_passwords_are_refused_and_ours_are_not(db):
     validate_password(PASSWORD)  # the test users'
     validate_password("demo-admin-0a1b2c")  # the demo users' (devstack/demo.py: demo-ROLE-6 hex digits)
     validate_password("a-long-test-password-2")  # tests/changes/test_workflow.py's second approver
+
+
+def test_the_history_is_under_var_dir_unless_a_url_or_its_older_name_says_where(tmp_path):
+    base = {"DEBUG": "true", "VAR_DIR": str(tmp_path)}
+    assert settings_values(base, "HISTORY_URL") == {"HISTORY_URL": str(tmp_path / "history")}
+    assert settings_values({**base, "HISTORY_DIR": "/mnt/history"}, "HISTORY_URL") == {"HISTORY_URL": "/mnt/history"}
+    shared = {**base, "HISTORY_DIR": "/mnt/history", "HISTORY_URL": "s3://bucket/history"}
+    assert settings_values(shared, "HISTORY_URL") == {"HISTORY_URL": "s3://bucket/history"}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from ..redis_client import get_redis
 from .health import Thresholds
-from .history import HistoryStore
+from .history import HistoryStore, RedisOffsets
 from .spool import HistorySpool
 
 
@@ -22,9 +23,9 @@ def default_thresholds() -> Thresholds:
 
 
 def history_store() -> HistoryStore:
-    return HistoryStore(
-        settings.HISTORY_DIR, flush_rows=settings.HISTORY_FLUSH_ROWS, flush_seconds=settings.HISTORY_FLUSH_SECONDS
-    )
+    # a compaction's inputs outlive it by longer than any statistics run reads the history
+    grace = settings.STATS_RUN_TIME_LIMIT + 600
+    return HistoryStore(settings.HISTORY_URL, state=RedisOffsets(get_redis()), grace=grace)
 
 
 def history_spool() -> HistorySpool:

@@ -1,5 +1,5 @@
 """The history's Parquet schema: the one definition of the contract between the poller that
-writes the history (consumers/live/history.py, as pyarrow schemas) and the statistics job that
+writes the history (consumers/live/history_rows.py, as pyarrow schemas) and the statistics job that
 reads it (consumers/stats/job.py, as Spark DDL).
 
 Plain Python, no Django and no pyarrow at import: the job imports it in the spark-submit

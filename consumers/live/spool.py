@@ -1,22 +1,28 @@
-"""A bounded local spool for history rows that could not be written.
+"""A bounded spool on this host's disk for history rows that could not be written.
 
 The live view must not wait for the history store, but a poll's rows that fail to reach it
-(a full or unmounted disk, a permission taken away) were lost silently, and the statistics then
-counted the gap as if nothing had been polled. Now such a poll's tables go to a spool on local
-disk (Arrow IPC, one folder per poll), and every later poll first writes what is spooled, oldest
-first, then its own rows. The spool keeps at most HISTORY_SPOOL_MAX_POLLS polls per cluster;
-past that the oldest are dropped and counted, so the cluster page can say what was lost.
+(a full or unmounted disk, an object store down, a permission taken away) were lost silently,
+and the statistics then counted the gap as if nothing had been polled. Now such a poll's rows
+go to a spool on local disk (Arrow IPC, one folder per poll, named by its poll id), and every
+later poll of that cluster on this host first writes what is spooled, then its own rows. The
+spooled rows are the recorded ones (history_state.record_poll stepped them from the shared
+state when they were polled), so they are written as they would have been at once, whenever
+they are written and whatever other hosts wrote meanwhile; a poll written twice is one file.
+The spool keeps at most HISTORY_SPOOL_MAX_POLLS polls per cluster; past that the oldest are
+dropped and counted, so the cluster page can say what was lost.
 """
 
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .history import HistoryStore
+from .history_rows import unstepped
 
 WRITE_ERRORS = (OSError, pa.ArrowException)
 
@@ -25,13 +31,17 @@ class HistorySpool:
     def __init__(self, root: Path, *, max_polls: int):
         self.root, self.max_polls = Path(root), max_polls
 
-    def keep(self, cluster: str, polled_at: float, tables: dict[str, pa.Table]) -> int:
-        """Spool one poll's tables; returns how many of the oldest polls were dropped for room."""
-        folder = self._dir(cluster) / f"{polled_at:017.3f}"
-        folder.mkdir(parents=True, exist_ok=True)
+    def keep(self, cluster: str, poll_id: int, tables: dict[str, pa.Table]) -> int:
+        """Spool one recorded poll's tables; returns how many of the oldest polls were dropped
+        for room. The folder appears whole (renamed into place), so a drain never reads half."""
+        folder = self._dir(cluster) / f"{poll_id:013d}"
+        partial = self._dir(cluster) / f".{folder.name}.{uuid.uuid4().hex[:8]}"
+        partial.mkdir(parents=True)
         for name, table in tables.items():
-            with ipc.new_file(folder / f"{name}.arrow", table.schema) as writer:
+            with ipc.new_file(partial / f"{name}.arrow", table.schema) as writer:
                 writer.write_table(table)
+        shutil.rmtree(folder, ignore_errors=True)  # the same poll spooled before: this is the same
+        partial.rename(folder)
         polls = self.polls(cluster)
         dropped = polls[: max(0, len(polls) - self.max_polls)]
         for old in dropped:
@@ -40,7 +50,9 @@ class HistorySpool:
 
     def polls(self, cluster: str) -> list[Path]:
         folder = self._dir(cluster)
-        return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+        if not folder.exists():
+            return []
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     def drain(self, cluster: str, store: HistoryStore) -> int:
         """Write the spooled polls to the store, oldest first; stops at the first failure (which
@@ -51,7 +63,11 @@ class HistorySpool:
             for path in sorted(folder.glob("*.arrow")):
                 with ipc.open_file(path) as reader:
                     tables[path.stem] = reader.read_all()
-            store.append(cluster, tables)
+            if "." in folder.name:
+                # spooled by the previous version, before its steps were computed: no steps now
+                store.write(cluster, int(float(folder.name) * 1000), unstepped(tables))
+            else:
+                store.write(cluster, int(folder.name), tables)
             shutil.rmtree(folder, ignore_errors=True)
             written += 1
         return written
@@ -62,16 +78,20 @@ class HistorySpool:
 
 def write_history(spool: HistorySpool, store: HistoryStore, cluster: str, polled_at: float, tables: dict,
                   previous: dict | None) -> dict | None:  # fmt: skip
-    """Write this poll's rows after anything spooled; on failure spool them. Returns the
-    cluster's history state for its meta: None when all is written, else
-    {pending_polls, since, error, dropped} (`previous`: the state the last poll left)."""
+    """Record this poll (the shared state: an error there is the poll's), then write its rows
+    after anything spooled; on failure spool them. Returns the cluster's history state for its
+    meta: None when all is written, else {pending_polls, since, error, dropped} (`previous`:
+    the state the last poll left)."""
+    poll_id = int(polled_at * 1000)
+    recorded = store.record(cluster, poll_id, tables)
     try:
         spool.drain(cluster, store)
-        store.append(cluster, tables)
+        if recorded is not None:
+            store.write(cluster, poll_id, recorded)
         return None
     except WRITE_ERRORS as exc:
         error = f"{type(exc).__name__}: {exc}"
-    dropped = spool.keep(cluster, polled_at, tables)
+    dropped = spool.keep(cluster, poll_id, recorded) if recorded is not None else 0
     return {
         "pending_polls": len(spool.polls(cluster)),
         "since": previous["since"] if previous else polled_at,

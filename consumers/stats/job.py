@@ -3,16 +3,17 @@
     spark-submit --master local[*] consumers/stats/job.py --params run.json --summary out.json
 
 run.json names the history and output locations (paths or URLs: file://, hdfs://, s3a://, so a
-real cluster can read and write them), the days, the clusters with their poll interval and
-default lag SLO, and per-group SLO overrides. The job reads those days plus the day before and
-computes every table of transforms.statistics for each (cluster, day) the history has polls of.
-A (cluster, day) without polls is left alone and named in the summary's `skipped`: a day never
-loses rows it had because its history has expired since (history is kept for weeks, statistics
-for months). The tables are written to a staging location first and swapped in per (cluster,
-day) only after every table was written, one sorted file each, so a rerun gives the same rows
-and a failed run changes nothing. The summary file (local to the driver) gets the row counts of
-what this run wrote and the small per-day rows the console keeps in its database. Only the
-DataFrame API is used: executors need no Python code of ours.
+real cluster can read and write them), the history files the run chose, the days, the clusters
+with their poll interval and default lag SLO, and per-group SLO overrides. The job reads those
+days plus the day before and computes every table of transforms.statistics for each (cluster,
+day) the history has polls of. A (cluster, day) without polls is left alone and named in the
+summary's `skipped`: a day never loses rows it had because its history has expired since
+(history is kept for weeks, statistics for months). The tables are written to a staging
+location first and swapped in per (cluster, day) only after every table was written, one sorted
+file each, so a rerun gives the same rows and a failed run changes nothing. The summary file
+(local to the driver) gets the row counts of what this run wrote and the small per-day rows the
+console keeps in its database. Only the DataFrame API is used: executors need no Python code of
+ours.
 """
 
 from __future__ import annotations
@@ -59,14 +60,23 @@ def _exists(spark: SparkSession, url: str) -> bool:
     return fs.exists(path)
 
 
-def read_history(spark: SparkSession, root: str, table: str, clusters: list[str], first: dt.date, last: dt.date):
-    """The table's rows of the clusters for first - 1 day .. last (the look-back included)."""
-    if not _exists(spark, root):
-        raise FileNotFoundError(f"history location {root} does not exist")
+def read_history(spark: SparkSession, root: str, table: str, clusters: list[str], first: dt.date, last: dt.date,
+                 files: list[str] | None = None):  # fmt: skip
+    """The table's rows of the clusters for first - 1 day .. last (the look-back included):
+    from `files` when the run chose them (each poll in one of them unless the params say
+    otherwise: consumers/live/history_files.py), else every file under `root`."""
     location = f"{root.rstrip('/')}/{table}"
-    if not _exists(spark, location):
+    if files is not None:
+        if not files:
+            return spark.createDataFrame([], HISTORY_DDL[table])
+        # basePath: the partition columns (cluster, date) still come from the folders
+        frame = spark.read.schema(HISTORY_DDL[table]).option("basePath", location).parquet(*files)
+    elif not _exists(spark, root):
+        raise FileNotFoundError(f"history location {root} does not exist")
+    elif not _exists(spark, location):
         return spark.createDataFrame([], HISTORY_DDL[table])
-    frame = spark.read.schema(HISTORY_DDL[table]).parquet(location)
+    else:
+        frame = spark.read.schema(HISTORY_DDL[table]).parquet(location)
     since = (first - dt.timedelta(days=1)).isoformat()
     return frame.where(F.col("date").between(since, last.isoformat()) & F.col("cluster").isin(clusters)).drop("date")
 
@@ -120,9 +130,9 @@ def run(spark: SparkSession, params: dict) -> dict:
     names = [c["cluster"] for c in cluster_rows]
     clusters = spark.createDataFrame(cluster_rows, "cluster string, interval_seconds int, slo_seconds double")
     slo = spark.createDataFrame(params.get("slo_overrides", []), "cluster string, `group` string, slo_seconds double")
-    queues = read_history(spark, params["history"], "queue_offsets", names, first, last)
-    groups = read_history(spark, params["history"], "group_stats", names, first, last)
-    topics = read_history(spark, params["history"], "topic_polls", names, first, last)
+    chosen = params.get("history_files") or {}
+    queues, groups, topics = (read_history(spark, params["history"], table, names, first, last, chosen.get(table))
+                              for table in ("queue_offsets", "group_stats", "topic_polls"))  # fmt: skip
     started = time.monotonic()
     # Parquet footers: cheap
     input_rows = {"queue_offsets": queues.count(), "group_stats": groups.count(), "topic_polls": topics.count()}

@@ -10,7 +10,7 @@ still "queued" (no worker took it) past STATS_RUN_TIME_LIMIT is failed and relea
 
 Each run of the job is an attempt (consumers/jobprocess.py): its spark-submit dies with its
 worker, a take-over kills it if it did not before starting its own, and it has its own folder
-(params, summary, log) and history snapshot; the run names the attempt whose rows it loaded.
+(params, summary, log); the run names the attempt whose rows it loaded.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def run_parameters(run: StatsRun) -> dict:
     clusters = Cluster.objects.filter(name__in=run.clusters).order_by("name")
     overrides = HealthOverride.objects.filter(cluster__name__in=run.clusters, lag_slo_seconds__isnull=False)
     return {
-        "history": settings.STATS_HISTORY_URL,
+        "history": history_store().spark_url,
         "output": settings.STATS_OUTPUT_URL,
         "first": run.first.isoformat(),
         "last": run.last.isoformat(),
@@ -166,7 +166,7 @@ def attempt_dir(run: StatsRun, attempt: int | None = None) -> Path:
 
 
 def _execute(run: StatsRun, token: str) -> StatsRun:
-    snapshot = log_path = None
+    log_path = None
     try:
         run.attempt = jobprocess.begin_attempt(StatsRun, run.pk, token)  # Superseded: _finish ends nothing
         directory = attempt_dir(run)
@@ -175,21 +175,13 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         log_path = directory / "log.txt"
         run.log_path = str(log_path)
         StatsRun.objects.filter(pk=run.pk, run_token=token).update(log_path=run.log_path)
-        store = history_store()
         params = run_parameters(run)
-        if Path(params["history"]).resolve() == store.root.resolve():
-            # a fixed set of files with no poll in two of them (see HistoryStore.snapshot): the
-            # job then needs no deduplication, which would shuffle every queue row
-            for left in (store.root / "_snapshots").glob(f"run-{run.pk}-attempt-*"):
-                shutil.rmtree(left, ignore_errors=True)  # an earlier attempt's: its worker died
-            snapshot = store.root / "_snapshots" / f"run-{run.pk}-attempt-{run.attempt}"
-            days = days_between(run.first - dt.timedelta(days=1), run.last)
-            store.snapshot(run.clusters, days, snapshot)
-            params.update(history=str(snapshot), deduplicated=True)
-        else:  # a history elsewhere (hdfs://, s3a://): read as it is, deduplicated by the job
-            for name in run.clusters:
-                store.flush(name)  # staged rows are Arrow files Spark does not read
-        skipped = _skipped_before_spark(run, params)
+        # the files that hold each poll of the days (and the look-back), chosen now: none of
+        # them is deleted while the run reads (history_compaction.py); when no poll is in two
+        # of them the job needs no deduplication, which would shuffle every row it reads
+        inputs = history_store().stats_inputs(run.clusters, days_between(run.first - dt.timedelta(days=1), run.last))
+        params.update(history_files=inputs.files, deduplicated=inputs.deduplicated)
+        skipped = _skipped_before_spark(run, params, inputs.polled)
         if skipped is not None:  # nothing to compute: no Spark started to find that out
             run.skipped, run.input_rows, run.output_rows = skipped, 0, 0
             return _finish(run, failed=_nothing_computed(skipped), token=token)
@@ -220,9 +212,6 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
         return _finish(run, failed=failed, token=token)
     except Exception as exc:  # recorded on the run, which must never stay "running"
         return _finish(run, failed=f"{type(exc).__name__}: {exc}\n{_tail(log_path)}", token=token)
-    finally:
-        if snapshot is not None:
-            shutil.rmtree(snapshot, ignore_errors=True)
 
 
 def _load_attempt(run: StatsRun, token: str, summary: dict) -> None:
@@ -233,13 +222,13 @@ def _load_attempt(run: StatsRun, token: str, summary: dict) -> None:
             load_summary(summary)
 
 
-def _skipped_before_spark(run: StatsRun, params: dict) -> list[dict] | None:
-    """Every (cluster, day) of the run, with why, when a local history has no poll of any of
-    them; None when there is something to compute (or the history is not local)."""
-    polled = gaps.polled_locally(params["history"], run.clusters, days_between(run.first, run.last))
-    if polled is None or polled:
+def _skipped_before_spark(run: StatsRun, params: dict, polled: set[tuple[str, str]]) -> list[dict] | None:
+    """Every (cluster, day) of the run, with why, when the history has no poll of any of them;
+    None when there is something to compute."""
+    days = {d.isoformat() for d in days_between(run.first, run.last)}
+    if any(date in days for _, date in polled):
         return None
-    return gaps.skipped(run.clusters, run.first, run.last, polled, params)
+    return gaps.skipped(run.clusters, run.first, run.last, set(), params)
 
 
 def _nothing_computed(skipped: list[dict]) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from consumers.live.history import HistoryStore
+from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.models import Cluster
 from consumers.stats import job
 from consumers.stats.session import JOB_FILE
@@ -38,15 +39,14 @@ def ddl_columns(ddl: str) -> list[tuple[str, str]]:
 
 def test_the_files_the_poller_writes_have_the_schema_the_job_reads(db, redis, tmp_path):
     cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
-    store = HistoryStore(tmp_path / "history", flush_rows=10**9, flush_seconds=10**9)
+    store = HistoryStore(tmp_path / "history", state=MemoryOffsets())
     publish(cluster, redis, [group("orders", lag=40), group("audit", lag=7, online=False)], history=store)
-    store.flush("east")
     for table in ("queue_offsets", "group_stats", "topic_polls"):
-        (path,) = store.files(table, "east")
+        (path,) = map(Path, store.files(table, "east"))
         assert pq.read_metadata(path).num_rows > 0
         parquet = pq.ParquetFile(path).schema
         written = [(parquet.column(i).name, spark_type(parquet.column(i))) for i in range(len(parquet))]
-        directories = [part.split("=")[0] for part in path.relative_to(store.root / table).parts[:-1]]
+        directories = [part.split("=")[0] for part in path.relative_to(tmp_path / "history" / table).parts[:-1]]
         expected = ddl_columns(job.HISTORY_DDL[table])
         assert written == expected[:-2], table
         assert expected[-2:] == [("cluster", "string"), ("date", "string")] and directories == ["cluster", "date"]

@@ -13,7 +13,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from consumers.live.history import HistoryStore
+from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.stats import job, transforms
 from tests.stats import handworked as hw
 
@@ -29,9 +29,7 @@ def store_paths(request, tmp_path_factory):
     must come out the same in the three ways."""
     root = tmp_path_factory.mktemp("stats")
     if request.param in ("schema 3", "schema 2"):
-        history = HistoryStore(root / "history", flush_rows=10**9, flush_seconds=10**9)
-        history.append("c1", hw.history_tables())
-        history.flush("c1")
+        HistoryStore(root / "history", state=MemoryOffsets()).append("c1", hw.history_tables())
         if request.param == "schema 2":
             shutil.rmtree(root / "history" / "topic_polls")
             for part in (root / "history" / "group_stats").rglob("*.parquet"):

@@ -24,7 +24,6 @@ def first_deliveries(consumer, sent_ids: set[str]) -> set[str]:
 
 
 def test_consumed_and_dead_letters_of_a_polled_day(traffic, mqadmin, namesrv, redis, history_dir, settings, tmp_path):
-    settings.STATS_HISTORY_URL = str(history_dir)
     settings.STATS_OUTPUT_URL = str(tmp_path / "stats")
     settings.STATS_RUN_DIR = tmp_path / "runs"
     settings.STATS_DRIVER_MEMORY = "1g"

@@ -18,7 +18,7 @@ import pytest
 from django.utils import timezone
 
 from consumers import claims, jobprocess
-from consumers.live.history import HistoryStore
+from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.models import Cluster
 from consumers.stats.models import GroupDay, StatsRun
 from consumers.stats.runs import RunRequest, execute_run, log_text, request_run
@@ -149,25 +149,22 @@ Path(sys.argv[sys.argv.index("--summary") + 1]).write_text(json.dumps(summary))
 
 @pytest.mark.django_db(transaction=True)
 def test_a_take_over_runs_a_new_attempt_in_its_own_folder_and_names_it(settings, tmp_path, monkeypatch, viewer_client):
-    settings.HISTORY_DIR = tmp_path / "history"
-    settings.STATS_HISTORY_URL = str(tmp_path / "history")
+    settings.HISTORY_URL = str(tmp_path / "history")
     settings.STATS_OUTPUT_URL = str(tmp_path / "stats")
     settings.STATS_RUN_DIR = tmp_path / "runs"
     settings.STATS_SPARK_SUBMIT = str(tmp_path / "spark-submit")
     Path(settings.STATS_SPARK_SUBMIT).write_text(FAKE_SPARK_SUBMIT.format(python=sys.executable))
     Path(settings.STATS_SPARK_SUBMIT).chmod(0o755)
-    HistoryStore(settings.HISTORY_DIR, flush_rows=10**9, flush_seconds=10**9).append("c1", hw.history_tables())
+    HistoryStore(settings.HISTORY_URL, state=MemoryOffsets()).append("c1", hw.history_tables())
     Cluster.objects.create(name="c1", namesrv_addrs="127.0.0.1:9876", poll_interval=60)
     run = request_run(RunRequest(hw.DAY, hw.DAY), trigger="command")
 
-    # attempt 1: its worker died while its spark-submit ran on, leaving its log and snapshot
+    # attempt 1: its worker died while its spark-submit ran on, leaving its log
     token = claims.claim(StatsRun, run.pk, ready={StatsRun.State.QUEUED}, running=StatsRun.State.RUNNING).token
     assert jobprocess.begin_attempt(StatsRun, run.pk, token) == 1
     first_log = settings.STATS_RUN_DIR / str(run.pk) / "attempt-1" / "log.txt"
     first_log.parent.mkdir(parents=True)
     first_log.write_text("attempt 1 was here\n")
-    left_snapshot = settings.HISTORY_DIR / "_snapshots" / f"run-{run.pk}-attempt-1"
-    left_snapshot.mkdir(parents=True)
     orphan = subprocess.Popen(["sleep", "300"], process_group=0)
     try:
         record(run, orphan.pid, jobprocess.start_time(orphan.pid))
@@ -184,9 +181,8 @@ def test_a_take_over_runs_a_new_attempt_in_its_own_folder_and_names_it(settings,
     assert run.log_path == str(settings.STATS_RUN_DIR / str(run.pk) / "attempt-2" / "log.txt")
     second = log_text(run)
     assert "earlier attempt's process running: False" in second  # killed before this one started
-    assert f"_snapshots/run-{run.pk}-attempt-2" in second
+    assert f"history file://{tmp_path / 'history'};" in second  # the history itself: no snapshot of it
     assert log_text(run, attempt=1) == "attempt 1 was here\n"  # not truncated by the take-over
-    assert not list((settings.HISTORY_DIR / "_snapshots").iterdir())  # both attempts' snapshots gone
     assert list(GroupDay.objects.values_list("group", "polls")) == [("g1", 5)]
     recorded = StatsRun.objects.get(pk=run.pk)
     assert recorded.process_pid not in (None, orphan.pid) and not alive(recorded.process_pid)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from consumers.live.history import HistoryStore
+from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.models import Cluster, HealthOverride
 from consumers.stats.models import ClusterDay, GroupDay, RunDay, StatsRun
 from consumers.stats.runs import RunRefused, RunRequest, execute_run, request_run
@@ -24,14 +24,12 @@ COMPARED = ("group", "polls", "consumed", "produced", "retries", "dlq_arrivals",
 
 @pytest.fixture
 def stats_settings(settings, tmp_path):
-    settings.HISTORY_DIR = tmp_path / "history"
-    settings.STATS_HISTORY_URL = str(tmp_path / "history")
+    settings.HISTORY_URL = str(tmp_path / "history")
     settings.STATS_OUTPUT_URL = str(tmp_path / "stats")
     settings.STATS_RUN_DIR = tmp_path / "runs"
     settings.STATS_DRIVER_MEMORY = "1g"
     settings.STATS_SPARK_CONF = [*settings.STATS_SPARK_CONF, "spark.sql.shuffle.partitions=4"]
-    history = HistoryStore(settings.HISTORY_DIR, flush_rows=10**9, flush_seconds=10**9)
-    history.append("c1", hw.history_tables())  # staged only: the run must flush it first
+    HistoryStore(settings.HISTORY_URL, state=MemoryOffsets()).append("c1", hw.history_tables())
     c1 = Cluster.objects.create(name="c1", namesrv_addrs="127.0.0.1:9876", poll_interval=60)
     Cluster.objects.create(name="c2", namesrv_addrs="127.0.0.1:9876", poll_interval=15)
     HealthOverride.objects.create(cluster=c1, group="g2", lag_slo_seconds=100)
@@ -66,8 +64,7 @@ def test_run_loads_the_hand_worked_day(stats_settings):
 
 
 def test_a_run_over_expired_history_fails_and_keeps_the_day(stats_settings, tmp_path):
-    stats_settings.HISTORY_DIR = tmp_path / "expired"  # only the lock folder will be there
-    stats_settings.STATS_HISTORY_URL = str(tmp_path / "expired")
+    stats_settings.HISTORY_URL = str(tmp_path / "expired")
     kept = GroupDay.objects.create(cluster="c1", date=hw.DAY, group="g1", polls=5, expected_polls=1440,
                                    coverage=5 / 1440, consumed=28)  # fmt: skip
     ClusterDay.objects.create(cluster="c1", date=hw.DAY, polls=5, expected_polls=1440, coverage=5 / 1440, groups=2)
@@ -77,14 +74,15 @@ def test_a_run_over_expired_history_fails_and_keeps_the_day(stats_settings, tmp_
     assert run.error_tail == f"nothing computed, every day keeps the statistics it had: {why}"
     assert list(GroupDay.objects.values_list("group", "consumed")) == [("g1", 28)] and GroupDay.objects.get() == kept
     assert ClusterDay.objects.get().polls == 5 and run.output_rows == 0
-    assert not Path(run.log_path).exists()  # a local history without the day: no Spark started to learn it
+    assert not Path(run.log_path).exists()  # a history without the day: no Spark started to learn it
 
 
 def test_failing_job_is_recorded_with_its_error(stats_settings, tmp_path):
-    stats_settings.STATS_HISTORY_URL = str(tmp_path / "no-such-place")
+    store = HistoryStore(stats_settings.HISTORY_URL, state=MemoryOffsets())
+    Path(store.files("group_stats", "c1")[0]).write_bytes(b"not a Parquet file")  # a file Spark cannot read
     run = execute_run(request_run(DAY, trigger="command").pk)
     assert run.state == StatsRun.State.FAILED
-    assert "spark-submit exited with" in run.error_tail and "does not exist" in run.error_tail
+    assert "spark-submit exited with" in run.error_tail and "poll-" in run.error_tail
     assert not GroupDay.objects.exists() and not RunDay.objects.exists()
 
 
