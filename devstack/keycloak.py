@@ -38,6 +38,7 @@ KEYCLOAK_VERSION = "26.5.6"
 ARTIFACT = f"org.keycloak:keycloak-quarkus-dist:{KEYCLOAK_VERSION}:zip"
 REALM_FILE = Path(__file__).resolve().parent / "keycloak" / "console-realm.json"
 # the master realm's administrator (the admin REST API): loopback only, development only
+KC_DEBUG_VARIABLES = ("DEBUG", "DEBUG_PORT", "DEBUG_ADDR", "DEBUG_SUSPEND")
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "keycloak-dev-admin"
 # start-dev with the template database: 34 s on 2 cores busy with another test run (10 s idle)
@@ -181,7 +182,10 @@ class LocalKeycloak:
 
     def start(self, timeout: float = STARTUP_TIMEOUT) -> LocalKeycloak:
         environment = {
-            **os.environ,
+            # kc.sh reads DEBUG=true (which the test suite and development set for Django) as
+            # "start a JDWP debugger on port 8787 of every interface": never, and a second
+            # Keycloak would fail on the taken port
+            **{k: v for k, v in os.environ.items() if k not in KC_DEBUG_VARIABLES},
             "KC_BOOTSTRAP_ADMIN_USERNAME": ADMIN_USER,
             "KC_BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD,
             # kc.sh runs $JAVA_HOME/bin/java, else `java`: the same JDK 17 as RocketMQ's JVMs
