@@ -17,7 +17,9 @@ pytestmark = [
 
 @pytest.fixture(autouse=True)
 def sso(settings, keycloak):
-    settings.DEBUG = True  # as in the demo (see tests/test_browser.py)
+    from consumers.users import ensure_roles
+
+    ensure_roles()  # the role groups: a transactional test before this one may have emptied the database
     settings.OIDC_ISSUER = keycloak.issuer
     settings.OIDC_CLIENT_ID = keycloak.client_id
     settings.OIDC_CLIENT_SECRET = keycloak.client_secret
