@@ -132,8 +132,10 @@ def test_the_demo_starts_answers_behind_login_polls_and_stops_cleanly(tmp_path):
     assert "Demo stopped." in stop.stdout
     print(f"\nmake stop took {stop_seconds:.1f} s")
     # the demo stops every child at once, killing what lingers at 6 s; then the kernel reaps about
-    # ten JVMs (brokers, proxy, harness with gRPC clients): 18 s was measured under CI load
-    assert stop_seconds < 25
+    # ten JVMs (brokers, proxy, harness with gRPC clients): 18 s was measured under CI load, 25.7 s
+    # with a second RocketMQ cluster and a test run sharing the two cores. The bound says "stops,
+    # does not hang"; that nothing is left running is checked below
+    assert stop_seconds < 60
     time.sleep(1)
     assert processes_with_environment(str(var)) == []  # no JVM, redis-server, Celery or Django left
 
