@@ -32,7 +32,8 @@ def start_worker(tmp_path: Path, redis_url: str) -> ManagedProcess:
         "REDIS_URL": redis_url,
         "CELERY_BROKER_GIVE_UP_SECONDS": str(GIVE_UP),
     }
-    command = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "--pool", "prefork", "-c", "1"]
+    # -l info: the worker says "ready." at that level
+    command = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-P", "prefork", "-c", "1", "-l", "info"]
     return ManagedProcess("worker", command, log_path=tmp_path / "worker.log", cwd=settings.BASE_DIR, env=environment)
 
 
