@@ -27,6 +27,7 @@ bench:
 	.venv/bin/python -m bench.bench_poll
 	.venv/bin/python -m bench.bench_pages
 	.venv/bin/python -m bench.bench_dlq_overview
+	.venv/bin/python -m bench.bench_track
 	.venv/bin/python -m bench.bench_poll_period
 	.venv/bin/python -m bench.bench_reset_preview
 	.venv/bin/python -m bench.bench_reset_run

@@ -83,8 +83,9 @@ def is_admin(user) -> bool:
 
 
 def may_read_bodies(user) -> bool:
-    """Dead-letter bodies (payments, personal data) and anything that reads them: searches by
-    body, exports, redrives. The one rule every path that touches a body asks."""
+    """Message bodies (payments, personal data: dead letters, messages found on the Find page)
+    and anything that reads them: searches by body, exports, redrives. The one rule every path
+    that touches a body asks."""
     return user.has_perm(perm(REQUEST))
 
 
@@ -157,6 +158,9 @@ ACCESS: dict[str, Rule] = {
     "dlq-job": Rule(),
     "dlq-job-came-back": Rule(),
     "dlq-job-action": Rule(get=None, post=REQUEST),
+    "message-find": Rule(),
+    "message-detail": Rule(sees=BODY_RULE),
+    "message-track": Rule(),
     "stats": Rule(),
     "stats-jobs": Rule(),
     "stats-run": Rule(get=None, post=REQUEST),
@@ -184,6 +188,9 @@ ACCESS: dict[str, Rule] = {
     "api-dlq-redrive": Rule(get=None, post=REQUEST),
     "api-dlq-job": Rule(),
     "api-dlq-job-action": Rule(get=None, post=REQUEST),
+    "api-message-find": Rule(),
+    "api-message": Rule(sees=BODY_RULE),
+    "api-message-track": Rule(),
     "api-changes": Rule(post=REQUEST),
     "api-change": Rule(),
     "api-change-action": Rule(get=None, post=APPROVE, sees="as change-action"),

@@ -9,6 +9,8 @@ from .dlq import api as dlq_api
 from .dlq import views as dlq
 from .live import api as live_api
 from .live import views as live
+from .messages import api as messages_api
+from .messages import views as messages
 from .metrics import views as metrics
 from .reports import views as reports
 from .resets import views as resets
@@ -16,6 +18,8 @@ from .stats import views as stats
 from .tokens import views as tokens
 
 app_name = "consumers"
+# where a message is: what the message pages and their API are addressed by
+MESSAGE = "<slug:cluster>/<str:topic>/<str:broker>/<int:queue_id>/<int:offset>"
 
 urlpatterns = [
     path("", live.home, name="home"),
@@ -42,6 +46,9 @@ urlpatterns = [
     path("dlq/<slug:cluster>/<str:group>/make-readable/", dlq.make_readable, name="dlq-make-readable"),
     path("dlq/<slug:cluster>/<str:group>/export.<str:fmt>", dlq.export, name="dlq-export"),
     path("dlq/<slug:cluster>/<str:group>/<str:broker>/<int:queue_id>/<int:offset>/", dlq.message, name="dlq-message"),
+    path("messages/", messages.find_messages, name="message-find"),
+    path(f"messages/{MESSAGE}/", messages.message_detail, name="message-detail"),
+    path(f"messages/{MESSAGE}/track/", messages.message_track, name="message-track"),
     path("stats/", stats.overview, name="stats"),
     path("stats/jobs/", stats.jobs, name="stats-jobs"),
     path("stats/jobs/run/", stats.start_run, name="stats-run"),
@@ -69,6 +76,9 @@ urlpatterns = [
     path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),
     path("api/dlq/<slug:cluster>/<str:group>/messages/", dlq_api.messages, name="api-dlq-messages"),
     path("api/dlq/<slug:cluster>/<str:group>/redrive/", dlq_api.start, name="api-dlq-redrive"),
+    path("api/messages/", messages_api.find, name="api-message-find"),
+    path(f"api/messages/{MESSAGE}/", messages_api.message, name="api-message"),
+    path(f"api/messages/{MESSAGE}/track/", messages_api.track, name="api-message-track"),
     path("api/changes/", changes_api.changes, name="api-changes"),
     path("api/changes/<int:pk>/", changes_api.change, name="api-change"),
     path("api/changes/<int:pk>/<slug:action>/", changes_api.change_action, name="api-change-action"),

@@ -4,6 +4,11 @@
 MQAdminStartup code as the mqadmin script; `run_fresh` starts a new JVM per call, exactly as
 the script does, for checking that both agree. mqadmin exits 0 even when a command failed,
 so a stack trace on stderr (or a known failure line) raises MQAdminError.
+
+Not every command can run twice in one JVM: MQAdminStartup keeps its command objects in a static
+list, and queryMsgByUniqueKey keeps in its object the admin client of its first run (shut down
+when that run ends), so from the second run on it answers "no message" (CODE: 208). Run it with
+`run_fresh`.
 """
 
 from __future__ import annotations
@@ -279,3 +284,35 @@ def parse_consumer_config(text: str) -> dict[str, dict[str, str]]:
             key, _, value = line.partition("=")
             current[key.strip()] = value.strip()
     return result
+
+
+_MESSAGE_FIELD = re.compile(r"^([A-Z][A-Za-z ]*?):\s+(.*)$")
+_TRACK = re.compile(r"MessageTrack \[consumerGroup=(.*?), trackType=(\w+), exceptionDesc=(.*)\]")
+
+
+def parse_message(text: str) -> dict[str, str]:
+    """queryMsgById, queryMsgByUniqueKey, queryMsgByOffset: the printed message, field by field
+    ("Topic", "Tags" (bracketed), "Keys" (bracketed), "Queue ID", "Queue Offset", "CommitLog
+    Offset", "Born Host", "Store Host", "OffsetID", ...); the first message when several."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        found = _MESSAGE_FIELD.match(line)
+        if found and found.group(1) not in fields:
+            fields[found.group(1)] = found.group(2).strip()
+    return fields
+
+
+def parse_message_tracks(text: str) -> dict[str, tuple[str, str]]:
+    """The message track those commands print after the message: group -> (trackType,
+    exceptionDesc), e.g. CONSUMED, NOT_CONSUME_YET, CONSUMED_BUT_FILTERED, NOT_ONLINE."""
+    return {m.group(1): (m.group(2), m.group(3)) for m in _TRACK.finditer(text)}
+
+
+def parse_key_query(text: str) -> list[tuple[str, int, int]]:
+    """queryMsgByKey: (message id (the client's UNIQ_KEY), queue id, queue offset) per row."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            rows.append((parts[0], int(parts[1]), int(parts[2])))
+    return rows

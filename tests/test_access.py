@@ -79,7 +79,7 @@ def world(personas, redis, settings, tmp_path, monkeypatch):
     silence = Silence.objects.create(starts_at=timezone.now(), ends_at=timezone.now() + dt.timedelta(hours=1),
                                      reason="deploy", created_by=personas["admin"])  # fmt: skip
     return {
-        "cluster": "east", "group": "orders", "broker": "broker-a", "queue_id": 0, "offset": 0,
+        "cluster": "east", "group": "orders", "topic": "orders", "broker": "broker-a", "queue_id": 0, "offset": 0,
         "pk": {"change": change.pk, "dlq-job": job.pk, "report": report.pk, "stats": run.pk, "token": token.pk,
                "alert": alert.pk, "silence": silence.pk},
     }  # fmt: skip

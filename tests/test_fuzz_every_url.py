@@ -28,7 +28,8 @@ NASTY_JSON = [2**63 - 1, 2**63, -(2**63) - 1, 1e308, True, None, [], {}, {"a": [
 # the query parameters the console's forms read, and one no form knows
 QUERY_KEYS = ["strategy", "offsets", "timestamp", "shift", "source_group", "topics", "job", "msg_id", "key", "tag",
               "since", "until", "cursor", "page", "sort", "order", "q", "state", "format", "cluster", "group",
-              "first", "last", "granularity", "body", "after", "window", "unknown_parameter"]  # fmt: skip
+              "first", "last", "granularity", "body", "after", "window", "by", "topic", "broker", "queue_id",
+              "offset", "unknown_parameter"]  # fmt: skip
 
 # harmless query strings that get a page past its first checks, so a nasty value in one of them
 # reaches the parsing behind (an exact reset's offsets, a DLQ job filter, a time range)
@@ -37,6 +38,14 @@ GET_DATA = {
     "reset-preview": {"strategy": "exact", "offsets": "t@broker-a#0 1"},
     "dlq-group": {"job": "1", "since": "2026-01-01T00:00"},
     "api-dlq-messages": {"job": "1"},
+    "message-find": {"cluster": "east", "by": "key", "topic": "orders", "key": "k1"},
+    "api-message-find": {
+        "cluster": "east",
+        "by": "time",
+        "topic": "orders",
+        "since": "2026-01-01T00:00",
+        "until": "2026-01-02T00:00",
+    },
     "audit-log": {"format": "csv"},
     "group-list": {"sort": "lag", "state": "OK"},
     "stats": {"first": "2026-01-01", "last": "2026-01-02"},

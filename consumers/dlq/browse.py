@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from ..inputs import ascii_int
-from ..rocketmq import AdminClient, NoPermission, RocketMQError, TopicNotFound
+from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import dlq_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import MessageQueue
@@ -307,12 +307,8 @@ async def read_message(client: AdminClient, group: str, broker: str, queue_id: i
 
 
 async def read_at(client: AdminClient, group: str, queue: DlqQueue, offset: int) -> Message | None:
-    mq = MessageQueue(dlq_topic(group), queue.broker, queue.queue_id)
-    try:
-        found = await client.messages.pull_range(mq, offset, offset + 1)
-    except NoPermission:  # a write-only DLQ
-        found = await client.messages.read_by_position(mq, offset, offset + 1)
-    return found[0] if found else None
+    """Pulled, or read by position where the DLQ is write-only (Messages.read_one)."""
+    return await client.messages.read_one(MessageQueue(dlq_topic(group), queue.broker, queue.queue_id), offset)
 
 
 def body_views(m: Message) -> dict:

@@ -181,6 +181,12 @@ class TopicRoute:
     def master_addrs(self) -> dict[str, str]:
         return {b.broker_name: b.master_addr for b in self.broker_datas if b.master_addr}
 
+    def read_addrs(self) -> dict[str, str]:
+        """broker name -> the address to read from: the master, or (its master down) the slave
+        with the lowest id, as Java's BrokerData.selectBrokerAddr. Slaves hold the same commit
+        log and index, so lookups by id and key work on them."""
+        return {b.broker_name: b.master_addr or b.addrs[min(b.addrs)] for b in self.broker_datas if b.addrs}
+
     def read_queues(self, readable_only: bool = True) -> list[MessageQueue]:
         queues = []
         for q in self.queue_datas:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..codes import RequestCode, ResponseCode
-from ..errors import ProtocolError, RocketMQError
+from ..errors import ProtocolError, RocketMQError, broker_error
 from ..models import (
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -88,6 +88,39 @@ class Progress(Operations):
         requests = [(a, {"consumerGroup": g, "clientId": c, "jstackEnable": "false"}) for g, c, a in targets]
         code = RequestCode.GET_CONSUMER_RUNNING_INFO
         return await self._many(code, requests, ConsumerRunningInfo.from_wire, "consumer running info", timeout=timeout)
+
+    async def consumer_offsets_many(
+        self, targets: list[tuple[str, MessageQueue, str]]
+    ) -> list[int | None | RocketMQError]:
+        """(group, queue, broker address) -> the group's committed offset on the queue; None when
+        it has none there (QUERY_NOT_FOUND, asked with setZeroIfNotFound=false: 5.x would
+        otherwise answer 0 for a queue whose first message is still stored)."""
+        code = RequestCode.QUERY_CONSUMER_OFFSET
+        requests = [
+            (a, code, {"consumerGroup": g, "topic": mq.topic, "queueId": mq.queue_id, "setZeroIfNotFound": "false"})
+            for g, mq, a in targets
+        ]
+        answers = await self.remoting.invoke_many(requests)
+        found: list[int | None | RocketMQError] = []
+        for (_, _, address), answer in zip(targets, answers, strict=True):
+            if isinstance(answer, RocketMQError):
+                found.append(answer)
+            elif answer.code == ResponseCode.QUERY_NOT_FOUND:
+                found.append(None)
+            elif answer.code != ResponseCode.SUCCESS:
+                found.append(broker_error(answer.code, answer.remark, address=address, request=code.name))
+            else:
+                try:
+                    found.append(ext_int(answer, "offset", address=address))
+                except ProtocolError as exc:
+                    found.append(exc)
+        return found
+
+    async def groups_of_topic_many(self, topic: str, addresses: list[str]) -> list[list[str] | RocketMQError]:
+        """Per broker: the groups subscribed to or holding offsets for the topic there."""
+        requests = [(a, {"topic": topic}) for a in addresses]
+        build = lambda d: sorted(str(g) for g in d.get("groupList") or [])  # noqa: E731
+        return await self._many(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, requests, build, "group list")
 
     async def _many(self, code: int, requests: list[tuple[str, dict]], build, what: str, *, timeout=None) -> list:
         answers = await self.remoting.invoke_many([(a, code, fields) for a, fields in requests], timeout=timeout)

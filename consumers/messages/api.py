@@ -1,0 +1,81 @@
+"""/api/messages/: Find, one message and its track as JSON, with the pages' rules (metadata for
+every role; a body only for those who may read bodies, otherwise null and why)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+
+from django.http import Http404, JsonResponse
+
+from ..access import api_view, json_error
+from ..models import Cluster
+from ..rocketmq import RocketMQError
+from ..roles import may_read_bodies
+from . import lookup, services
+from .forms import FindForm, encode_cursor
+from .views import locate
+
+BODY_HIDDEN = "message bodies are for operators only"
+
+
+@api_view
+def find(request):
+    form = FindForm(request.GET, strict=True)
+    if not form.is_valid():
+        return json_error(400, f"invalid search: {form.error_text()}", fields=form.errors.get_json_data())
+    cluster = Cluster.objects.get(name=form.cleaned_data["cluster"])
+    try:
+        result = services.find(cluster, form.search())
+    except services.NoSuchTopic as exc:
+        return json_error(404, str(exc))
+    except RocketMQError as exc:
+        return json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
+    if result.page is not None:
+        page = result.page
+        return JsonResponse({
+            "messages": [lookup.row(f) for f in page.messages], "total_in_range": page.total,
+            "problems": page.problems, "next_cursor": encode_cursor(page.cursor) if page.more else None,
+        })  # fmt: skip
+    found = result.found
+    return JsonResponse({"how": found.how, "messages": [lookup.row(f) for f in found.messages],
+                         "problems": found.problems, "note": found.note})  # fmt: skip
+
+
+def _position(cluster, topic, broker, queue_id, offset):
+    """(cluster, message) or a JSON error response."""
+    try:
+        return locate(cluster, topic, broker, queue_id, offset), None
+    except Http404 as exc:
+        return None, json_error(404, str(exc))
+    except RocketMQError as exc:
+        return None, json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
+
+
+@api_view
+def message(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    located, error = _position(cluster, topic, broker, queue_id, offset)
+    if error:
+        return error
+    _, found = located
+    data = lookup.detail(found)
+    if may_read_bodies(request.user):
+        data["body_base64"] = base64.b64encode(found.message.body).decode()
+    else:
+        data["body_base64"], data["body_hidden"] = None, BODY_HIDDEN
+    return JsonResponse(data)
+
+
+@api_view
+def track(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    located, error = _position(cluster, topic, broker, queue_id, offset)
+    if error:
+        return error
+    found_cluster, found = located
+    try:
+        tracking = services.track_message(found_cluster, found)
+    except RocketMQError as exc:
+        return json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
+    groups = [{**dataclasses.asdict(g), "label": g.label} for g in tracking.groups]
+    return JsonResponse({"message": lookup.row(found), "groups": groups, "problems": tracking.problems,
+                         "read_at": tracking.read_at})  # fmt: skip

@@ -1,0 +1,216 @@
+"""Finding messages on the brokers, the ways mqadmin does: by id (queryMsgById: an offset id is
+read where it points, anything else is a client id looked up in the topic's index,
+queryMsgByUniqueKey), by business key (queryMsgByKey), by position (queryMsgByOffset), and the
+messages of a topic stored in a time range, a page at a time.
+
+Pure asyncio over the admin client. Each answer says what it could not read (a broker down, an
+index answer cut at its maximum): a list that may be incomplete says so."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq.message import Message
+from ..rocketmq.models import ClusterInfo, MessageQueue
+from ..rocketmq.models.topology import Perm
+from ..rocketmq.ops.messages import KEY_QUERY_MAX, IndexAnswer, Located
+
+
+@dataclass
+class Found:
+    how: str  # what was asked, in words
+    messages: list[Located] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why the list may be incomplete
+    note: str | None = None  # why nothing was found, when nothing was
+
+
+def broker_of(info: ClusterInfo, address: str) -> str | None:
+    """The broker (name) an address belongs to, master or slave."""
+    return next((name for name, b in sorted(info.brokers.items()) if address in b.addrs.values()), None)
+
+
+async def find_by_id(client: AdminClient, msg_id: str, topic: str | None = None) -> Found:
+    """An offset id first (VIEW_MESSAGE_BY_ID at the broker it names), then, with a topic, a
+    client id (UNIQ_KEY) in that topic's index: the two look alike (32 or 56 hex characters)."""
+    found = await client.messages.view_offset_id(msg_id, topic=topic)
+    if found is not None:
+        info = await client.topology.cluster_info(max_age=10.0)
+        broker = broker_of(info, found.store_host) or found.store_host
+        result = Found(f"offset id {msg_id}: commit-log offset {found.physical_offset} on {broker}")
+        result.messages.append(Located(broker, found))
+        if topic and found.topic != topic:
+            result.problems.append(f"the id names a message of {found.topic}, not of {topic}")
+        return result
+    if not topic:
+        return Found(
+            f"id {msg_id}",
+            note="it is not an offset id of a message in this cluster; a client id (UNIQ_KEY) is found "
+            "through its topic's index: give the topic",
+        )
+    answer = await client.messages.query_index(topic, msg_id, unique=True)
+    return _from_index(f"client id (UNIQ_KEY) {msg_id} in {topic}", answer, "no message of the topic has this id")
+
+
+async def find_by_key(client: AdminClient, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None) -> Found:
+    answer = await client.messages.query_index(topic, key, begin_ms=begin_ms, end_ms=end_ms, max_num=KEY_QUERY_MAX)
+    return _from_index(f"key {key} in {topic}", answer, "no message of the topic has this key in the time range")
+
+
+def _from_index(how: str, answer: IndexAnswer, nothing: str) -> Found:
+    problems = [f"{broker} could not be read: {type(e).__name__}: {e}" for broker, e in sorted(answer.errors.items())]
+    problems += [
+        f"{broker} answered as many messages as it answers at once: there may be more; narrow the time range"
+        for broker in answer.capped
+    ]
+    return Found(how, answer.messages, problems, None if answer.messages else nothing)
+
+
+async def find_at(client: AdminClient, topic: str, broker: str, queue_id: int, offset: int) -> Found:
+    """The message at a queue offset, or why there is none (no such queue, below the queue's
+    oldest message, past its newest)."""
+    how = f"{topic} on {broker}, queue {queue_id}, offset {offset}"
+    route = await client.topology.topic_route(topic)
+    queue = route.queue_data(broker)
+    if queue is None:
+        return Found(how, note=f"{topic} has no queues on {broker} (it is on {', '.join(route.read_addrs())})")
+    if queue_id >= max(queue.read_queue_nums, queue.write_queue_nums):
+        return Found(how, note=f"{topic} has queues 0 to {queue.read_queue_nums - 1} on {broker}")
+    mq = MessageQueue(topic, broker, queue_id)
+    message = await client.messages.read_one(mq, offset)
+    if message is not None:
+        return Found(how, [Located(broker, message)])
+    low, high = await asyncio.gather(client.progress.min_offset(mq), client.progress.max_offset(mq))
+    if offset >= high:
+        why = f"the queue's next offset is {high}: nothing is stored at {offset} yet"
+    elif offset < low:
+        why = f"the queue's oldest message is at {low}: {offset} is gone (retention)"
+    else:
+        why = "no message is stored there"
+    return Found(how, note=why)
+
+
+@dataclass
+class TimePage:
+    messages: list[Located]
+    total: int  # offsets between each queue's first and last message in the range, summed
+    cursor: dict[str, int]  # per queue ("broker#queue"): read from this offset next
+    more: bool
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Window:
+    mq: MessageQueue
+    readable: bool
+    start: int
+    stop: int
+
+    @property
+    def source(self) -> str:
+        return f"{self.mq.broker_name}#{self.mq.queue_id}"
+
+
+async def read_time_page(
+    client: AdminClient, topic: str, begin_ms: int, end_ms: int, *, cursor: dict[str, int] | None = None, size: int = 50
+) -> TimePage:
+    """One page of the topic's messages stored in [begin_ms, end_ms], oldest first across its
+    queues. Each queue's window is found by time (SEARCH_OFFSET_BY_TIMESTAMP: the first offset
+    stored at or after the begin, and after the end), then read forward from the cursor."""
+    windows, problems = await _windows(client, topic, begin_ms, end_ms)
+    cursor = cursor or {}
+    reads = []
+    for w in windows:
+        start = max(w.start, cursor.get(w.source, w.start))
+        reads.append((w, start, min(w.stop, start + size)))
+    chunks = await asyncio.gather(*(_read(client, w, a, b) for w, a, b in reads), return_exceptions=True)
+    candidates: list[tuple[int, str, int, Located]] = []
+    next_cursor: dict[str, int] = {}
+    for (w, start, stop), chunk in zip(reads, chunks, strict=True):
+        if isinstance(chunk, RocketMQError):
+            problems.append(f"{w.source} could not be read: {type(chunk).__name__}: {chunk}")
+            next_cursor[w.source] = start
+            continue
+        if isinstance(chunk, BaseException):
+            raise chunk
+        next_cursor[w.source] = stop
+        for m in chunk:
+            if begin_ms <= m.store_timestamp <= end_ms:
+                candidates.append((m.store_timestamp, w.source, m.queue_offset, Located(w.mq.broker_name, m)))
+    candidates.sort(key=lambda c: c[:3])
+    for _, source, offset, _ in candidates[size:]:  # read, not shown: the next page starts there
+        next_cursor[source] = min(next_cursor[source], offset)
+    more = any(next_cursor[w.source] < w.stop for w in windows)
+    total = sum(w.stop - w.start for w in windows)
+    return TimePage([c[3] for c in candidates[:size]], total, next_cursor, more, problems)
+
+
+async def _windows(client: AdminClient, topic: str, begin_ms: int, end_ms: int) -> tuple[list[_Window], list[str]]:
+    route = await client.topology.topic_route(topic)
+    readable = {q.broker_name: Perm.readable(q.perm) for q in route.queue_datas}
+    queues = [mq for mq in route.read_queues(readable_only=False) if mq.broker_name in route.read_addrs()]
+    found = await asyncio.gather(
+        *(_bounds(client, mq, begin_ms, end_ms) for mq in queues), return_exceptions=True
+    )  # fmt: skip
+    windows, problems = [], []
+    for mq, bounds in zip(queues, found, strict=True):
+        if isinstance(bounds, RocketMQError):
+            problems.append(f"{mq.broker_name}#{mq.queue_id} could not be read: {type(bounds).__name__}: {bounds}")
+        elif isinstance(bounds, BaseException):
+            raise bounds
+        else:
+            windows.append(_Window(mq, readable.get(mq.broker_name, False), *bounds))
+    return windows, problems
+
+
+async def _bounds(client: AdminClient, mq: MessageQueue, begin_ms: int, end_ms: int) -> tuple[int, int]:
+    start = await client.actions.search_offset(mq, begin_ms)
+    stop = await client.actions.search_offset(mq, end_ms + 1)
+    return start, max(start, stop)
+
+
+async def _read(client: AdminClient, w: _Window, begin: int, end: int) -> list[Message]:
+    if begin >= end:
+        return []
+    if w.readable:
+        return await client.messages.pull_range(w.mq, begin, end)
+    return await client.messages.read_by_position(w.mq, begin, end)
+
+
+def row(found: Located) -> dict:
+    """What a list shows of a message, and what the API gives: everything but the body."""
+    m = found.message
+    return {
+        "topic": m.topic,
+        "broker": found.broker,
+        "queue_id": m.queue_id,
+        "offset": m.queue_offset,
+        "msg_id": m.msg_id,
+        "unique_key": m.properties.get("UNIQ_KEY"),
+        "offset_msg_id": m.offset_msg_id,
+        "tags": m.tags,
+        "keys": m.keys,
+        "store_ms": m.store_timestamp,
+        "born_ms": m.born_timestamp,
+        "born_host": m.born_host,
+        "store_host": m.store_host,
+        "reconsume_times": m.reconsume_times,
+        "body_size": len(m.body),
+        "stored_size": m.store_size,
+    }
+
+
+def detail(found: Located) -> dict:
+    """A message's metadata, all of it (the body apart)."""
+    m = found.message
+    return {
+        **row(found),
+        "commit_log_offset": m.physical_offset,
+        "sys_flag": m.sys_flag,
+        "flag": m.flag,
+        "body_crc": m.body_crc,
+        "compression": m.compression,
+        "stored_body_size": len(m.stored_body),
+        "properties": dict(sorted(m.properties.items())),
+    }

@@ -1,0 +1,85 @@
+"""What the message pages and their API ask of a cluster: a search, one message, its track.
+
+Each runs its broker work through `run_on_cluster` (one deadline, the cluster's credentials)
+and adds what the console itself keeps: the last poll's view of each group (live snapshots in
+Redis) and the redrives of a dead letter (dlq.models.RedrivenMessage)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..clusters.connect import run_on_cluster
+from ..dlq import selectors as dlq_selectors
+from ..models import Cluster
+from ..redis_client import get_redis
+from ..rocketmq import TopicNotFound
+from ..rocketmq.ops.messages import Located
+from . import lookup, selectors
+from .forms import Search
+from .track import Tracking, track
+
+
+class NoSuchTopic(LookupError):
+    """The cluster has no such topic (the name server knows no route for it)."""
+
+
+class MessageNotFound(LookupError):
+    """No message at that position; the message says why."""
+
+
+@dataclass
+class Result:
+    found: lookup.Found | None = None
+    page: lookup.TimePage | None = None
+
+
+def find(cluster: Cluster, search: Search) -> Result:
+    """Raises NoSuchTopic, RocketMQError (the cluster could not be read)."""
+
+    async def work(client):
+        if search.by == "id":
+            return Result(await lookup.find_by_id(client, search.msg_id, search.topic or None))
+        if search.by == "key":
+            found = await lookup.find_by_key(client, search.topic, search.key, search.since_ms or 0, search.until_ms)
+            return Result(found)
+        if search.by == "offset":
+            return Result(await lookup.find_at(client, search.topic, search.broker, search.queue_id, search.offset))
+        page = await lookup.read_time_page(client, search.topic, search.since_ms, search.until_ms,
+                                           cursor=search.cursor)  # fmt: skip
+        return Result(page=page)
+
+    return _on_topic(cluster, search.topic, work)
+
+
+def message(cluster: Cluster, topic: str, broker: str, queue_id: int, offset: int) -> Located:
+    """Raises MessageNotFound, NoSuchTopic, RocketMQError."""
+    found = _on_topic(cluster, topic, lambda c: lookup.find_at(c, topic, broker, queue_id, offset))
+    if not found.messages:
+        raise MessageNotFound(f"no message at {found.how}: {found.note}")
+    return found.messages[0]
+
+
+def track_message(cluster: Cluster, found: Located) -> Tracking:
+    """The message's track through every group of its topic, with the last poll's view of
+    each group and the console's redrives of its dead letters."""
+    m = found.message
+    hints = selectors.hints(get_redis(), cluster, m.topic, found.broker, m.queue_id)
+    tracking = run_on_cluster(cluster, lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list))
+    for group in tracking.groups:
+        dead = [c for c in group.copies if c.kind == "dlq"]
+        if not dead:
+            continue
+        records = dlq_selectors.redrive_status(cluster, group.group, [(c.broker, c.queue_id, c.offset) for c in dead])
+        for copy in dead:
+            copy.redrives = [
+                {"job": r.job_id, "sent_at": r.sent_at.isoformat(), "target_topic": r.target_topic}
+                for r in records.get(f"{copy.broker}#{copy.queue_id}:{copy.offset}", [])
+            ]
+    return tracking
+
+
+def _on_topic(cluster: Cluster, topic: str, work):
+    try:
+        return run_on_cluster(cluster, work)
+    except TopicNotFound:
+        raise NoSuchTopic(f"the cluster {cluster.name} has no topic {topic}") from None

@@ -1,0 +1,278 @@
+"""Whether one group consumed one message, judged from what the brokers and clients said
+(`Reading`), with the evidence in words. Pure functions: `track.py` does the reading.
+
+The verdicts, strongest evidence first:
+- dlq: a copy of it is in %DLQ%<group> (it failed every redelivery);
+- retry: a copy waits in the group's retry topic, or in SCHEDULE_TOPIC_XXXX for its delay;
+- consumed: the group's committed offset on the message's queue is past it (after the
+  redeliveries its retry copies show, if any);
+- filtered: its tag is not in the group's subscription expression (the broker skips it);
+- not_yet: the committed offset is at or before it (so many messages ahead of it);
+- popped: a POP group handed it out; whether it was acknowledged the broker cannot tell;
+- unknown: what was needed could not be read, with why. Unknown is never "not consumed".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from ..rocketmq.models import ConsumerConnection, ConsumerRunningInfo, MessageQueue, SubscriptionData
+
+LABELS = {
+    "consumed": "consumed",
+    "not_yet": "not yet",
+    "filtered": "filtered out",
+    "retry": "in retry",
+    "dlq": "in the DLQ",
+    "popped": "popped (ack unknown)",
+    "unknown": "unknown",
+}
+POP_KINDS = ("pop", "grpc-simple", "grpc-push")
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What the console's last poll knew of a group (consumers.live): how it consumes, and its
+    position on the message's queue at that poll."""
+
+    consumption: str | None = None
+    message_model: str | None = None
+    in_flight: int | None = None
+    polled_at: float | None = None
+    polled_offset: int | None = None
+
+
+@dataclass
+class Copy:
+    """A copy of the message made for a redelivery: in a retry topic, waiting in
+    SCHEDULE_TOPIC_XXXX for its delay, or dead in the group's DLQ."""
+
+    kind: str  # retry, scheduled, dlq
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    store_ms: int
+    reconsume_times: int
+    delay_level: str | None = None  # scheduled copies
+    committed: int | None = None  # retry copies: the group's committed offset on the copy's queue
+    committed_error: str | None = None
+    redrives: list[dict] = field(default_factory=list)  # dead letters: the console's redrives of it
+
+    @property
+    def consumed(self) -> bool | None:
+        if self.committed_error is not None:
+            return None
+        return self.committed is not None and self.committed > self.offset
+
+
+@dataclass
+class ClientTrack:
+    client_id: str
+    verdict: str
+    offset: int | None
+    why: str
+
+
+@dataclass
+class GroupTrack:
+    group: str
+    verdict: str
+    why: str
+    committed: int | None = None
+    ahead: int | None = None
+    online: bool | None = None
+    consumption: str | None = None
+    model: str | None = None
+    subscription: str | None = None
+    copies: list[Copy] = field(default_factory=list)
+    clients: list[ClientTrack] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.verdict]
+
+
+@dataclass
+class Reading:
+    group: str
+    mq: MessageQueue
+    offset: int  # the message's queue offset
+    tags: str | None
+    committed: int | None = None  # on the message's queue; None: none committed
+    committed_error: str | None = None
+    connection: ConsumerConnection | None = None  # None: no client online where we asked
+    connection_error: str | None = None  # who is connected could not be read
+    via_proxy: bool = False
+    pop: bool = False  # the brokers' request modes say it pops this topic
+    hint: Hint | None = None
+    copies: list[Copy] = field(default_factory=list)
+    copies_error: str | None = None
+    running: dict[str, ConsumerRunningInfo | str] = field(default_factory=dict)  # broadcasting: per client
+
+
+def tag_matches(sub: SubscriptionData, tags: str | None) -> bool | None:
+    """Whether a TAG subscription takes a message with these tags; None for other expression
+    types (SQL92 is evaluated on the broker against properties: not judged here). The broker
+    compares tag hash codes, the client the tags themselves: a hash collision is filtered
+    by the client, so exact comparison is what the group ends up with (FilterAPI, the
+    push consumer's tag check)."""
+    if (sub.expression_type or "TAG").upper() != "TAG":
+        return None
+    expression = sub.sub_string.strip()
+    if expression in ("", "*"):
+        return True
+    wanted = set(sub.tags) or {t.strip() for t in expression.split("||") if t.strip()}
+    return tags is not None and tags in wanted
+
+
+def judge(r: Reading) -> GroupTrack:
+    conn = r.connection
+    online = None if r.connection_error else bool(conn and conn.connections)
+    model = (conn.message_model if conn else None) or (r.hint.message_model if r.hint else None)
+    t = GroupTrack(r.group, "unknown", "", r.committed, online=online, model=model, consumption=_consumption(r))
+    sub = conn.subscriptions.get(r.mq.topic) if conn else None
+    match = None
+    if sub is not None:
+        t.subscription = f"{sub.expression_type or 'TAG'}: {sub.sub_string}"
+        match = tag_matches(sub, r.tags)
+        if match is None:
+            t.notes.append(f"filtering unknown: a {sub.expression_type} expression is evaluated by the broker")
+    elif conn and conn.connections:
+        t.notes.append(f"its clients do not subscribe to {r.mq.topic} now (it holds offsets there from before)")
+    elif r.connection_error:
+        t.notes.append(f"subscription unknown: who is connected could not be read ({r.connection_error})")
+    else:
+        t.notes.append("subscription unknown: no client is online to say what it subscribes to")
+    t.copies = sorted(r.copies, key=lambda c: (c.reconsume_times, c.store_ms, c.kind))
+    if r.copies_error:
+        t.notes.append(f"retry and DLQ copies not looked for: {r.copies_error}")
+    if _from_copies(t):
+        return t
+    if match is False:
+        t.verdict = "filtered"
+        t.why = f"its tag {r.tags or '(none)'} is not in the subscription {sub.sub_string!r}" + _position(r)
+        return t
+    if model == "BROADCASTING":
+        _broadcast(t, r)
+        return t
+    if r.committed_error:
+        t.why = f"its committed offset on {r.mq} could not be read: {r.committed_error}"
+        return t
+    if r.committed is None:
+        t.verdict = "not_yet"
+        start = f" ({conn.consume_from_where})" if conn and conn.consume_from_where else ""
+        t.why = f"it has committed no offset on {r.mq}: where it starts there depends on consumeFromWhere{start}"
+        return t
+    if t.consumption in POP_KINDS:
+        _pop(t, r)
+    elif r.committed > r.offset:
+        t.verdict = "consumed"
+        t.why = f"its committed offset {r.committed} is past the message's offset {r.offset}"
+    else:
+        t.verdict, t.ahead = "not_yet", r.offset - r.committed
+        t.why = f"its committed offset {r.committed}: {t.ahead} message(s) ahead of it on {r.mq}"
+    return t
+
+
+def _position(r: Reading) -> str:
+    if r.committed_error or r.committed is None:
+        return ""
+    side = "past" if r.committed > r.offset else "not yet at"
+    return f"; its committed offset {r.committed} is {side} it"
+
+
+def _consumption(r: Reading) -> str | None:
+    conn = r.connection
+    if r.via_proxy and conn:
+        return "grpc-simple" if conn.consume_type == "CONSUME_ACTIVELY" else "grpc-push"
+    if r.pop or (conn and conn.consume_type == "CONSUME_POP"):
+        return "pop"
+    if conn and conn.connections:
+        return {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push"}.get(conn.consume_type or "")
+    return r.hint.consumption if r.hint else None
+
+
+def _from_copies(t: GroupTrack) -> bool:
+    """Verdicts from retry and dead-letter copies; False when there are none."""
+    dead = [c for c in t.copies if c.kind == "dlq"]
+    if dead:
+        d = dead[-1]
+        t.verdict = "dlq"
+        t.why = (f"dead-lettered: {d.topic} offset {d.offset} on {d.broker}, delivered {d.reconsume_times} "
+                 f"time(s) before")  # fmt: skip
+        return True
+    retries = [c for c in t.copies if c.kind == "retry"]
+    delivered = {c.reconsume_times for c in retries}
+    waiting = [c for c in t.copies if c.kind == "scheduled" and c.reconsume_times not in delivered]
+    if waiting:
+        w = waiting[-1]
+        t.verdict = "retry"
+        t.why = f"redelivery {w.reconsume_times} waits in {w.topic} for delay level {w.delay_level or '?'}"
+        return True
+    if not retries:
+        return False
+    last = retries[-1]
+    where = f"{last.topic} offset {last.offset} on {last.broker}"
+    if last.consumed and t.consumption in POP_KINDS:
+        t.verdict = "popped"
+        t.why = (f"redelivery {last.reconsume_times} was handed out (its pop position {last.committed} is past "
+                 f"{where}); whether it was acknowledged the broker cannot tell")  # fmt: skip
+    elif last.consumed:
+        t.verdict = "consumed"
+        t.why = f"after {last.reconsume_times} redelivery(ies): its committed offset {last.committed} is past {where}"
+    else:
+        t.verdict = "retry"
+        known = (f"its committed offset there is {last.committed}" if last.committed_error is None
+                 else f"its offset there could not be read: {last.committed_error}")  # fmt: skip
+        t.why = f"redelivery {last.reconsume_times} waits at {where}; {known}"
+    return True
+
+
+def _pop(t: GroupTrack, r: Reading) -> None:
+    if r.committed <= r.offset:
+        t.verdict, t.ahead = "not_yet", r.offset - r.committed
+        t.why = f"not popped yet: its pop position {r.committed}, {t.ahead} message(s) ahead of it"
+        return
+    hint = r.hint
+    if hint and hint.in_flight == 0 and hint.polled_offset is not None and hint.polled_offset > r.offset:
+        t.verdict = "consumed"
+        when = dt.datetime.fromtimestamp(hint.polled_at or 0, dt.UTC)
+        t.why = (f"popped before the poll of {when:%Y-%m-%d %H:%M:%S} UTC (its position then {hint.polled_offset}), "
+                 "when the group had no message in flight: acknowledged")  # fmt: skip
+        return
+    t.verdict = "popped"
+    flight = f"; {hint.in_flight} in flight at the last poll" if hint and hint.in_flight is not None else ""
+    t.why = (f"handed out (its pop position {r.committed} is past {r.offset}); whether it was acknowledged is "
+             f"unknown: the broker keeps no per-message ack state an admin request can read{flight}")  # fmt: skip
+
+
+def _broadcast(t: GroupTrack, r: Reading) -> None:
+    clients = r.connection.client_ids if r.connection else []
+    if not clients:
+        t.why = "broadcasting: each client keeps its own offsets, and no client is online to ask"
+        return
+    for client_id in clients:
+        info = r.running.get(client_id)
+        if not isinstance(info, ConsumerRunningInfo):
+            why = f"its running info could not be read: {info}" if info else "its running info was not read"
+            t.clients.append(ClientTrack(client_id, "unknown", None, why))
+            continue
+        queue = info.mq_table.get(r.mq)
+        if queue is None:
+            t.clients.append(ClientTrack(client_id, "unknown", None, f"it reports no offset for {r.mq}"))
+        elif queue.commit_offset > r.offset:
+            t.clients.append(ClientTrack(client_id, "consumed", queue.commit_offset, "its offset is past it"))
+        else:
+            ahead = r.offset - queue.commit_offset
+            t.clients.append(ClientTrack(client_id, "not_yet", queue.commit_offset, f"{ahead} message(s) ahead"))
+    verdicts = [c.verdict for c in t.clients]
+    behind = verdicts.count("not_yet")
+    if behind:
+        t.verdict, t.why = "not_yet", f"broadcasting: {behind} of {len(verdicts)} client(s) have not consumed it"
+    elif "unknown" in verdicts:
+        t.why = f"broadcasting: {verdicts.count('unknown')} of {len(verdicts)} client(s) could not be read"
+    else:
+        t.verdict, t.why = "consumed", f"broadcasting: every client ({len(verdicts)}) is past it"
