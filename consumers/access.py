@@ -7,31 +7,45 @@ import functools
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.contrib.auth.decorators import login_not_required, permission_required
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import DisallowedHost, PermissionDenied
 from django.http import Http404, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from . import apischema, lockout
 from .apischema import Obj
+from .identity.grants import scope_of, within  # noqa: F401 (within: for the views)
 from .models import Cluster
-from .roles import VIEW, perm, roles_of
+from .roles import VIEW
 from .tokens.auth import TokenLockedOut, token_user
+
+
+def _with_a_role(view):
+    """Refused (403) to a signed-in user who holds no role anywhere; what they see within
+    their scope is each view's to filter (group_or_404, visible_clusters)."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not scope_of(request.user).may_somewhere(VIEW):
+            raise PermissionDenied("your account has no console role")
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 def console_page(view):
     """A read-only page: GET only, for anyone with a role."""
-    return require_GET(permission_required(perm(VIEW), raise_exception=True)(view))
+    return require_GET(_with_a_role(view))
 
 
 def console_action(view):
     """A form that changes something: POST only (CSRF-checked), for anyone with a role; what
     the user may do is decided by the service the view calls."""
-    return require_POST(permission_required(perm(VIEW), raise_exception=True)(view))
+    return require_POST(_with_a_role(view))
 
 
 def api_view(view=None, *, methods: tuple[str, ...] = ("GET",), body: Obj | None = None):
@@ -68,7 +82,7 @@ def api_view(view=None, *, methods: tuple[str, ...] = ("GET",), body: Obj | None
             refused = _write_refused(request, via)
             if refused is not None:
                 return refused
-        if not user.has_perm(perm(VIEW)):
+        if not scope_of(user).may_somewhere(VIEW):
             return json_error(403, "your account has no console role")
         if request.method == "POST":
             try:
@@ -166,8 +180,31 @@ def _basic_auth_user(request, credentials: str):
     return authenticate(request, username=username, password=password)
 
 
-def cluster_or_404(name: str) -> Cluster:
-    return get_object_or_404(Cluster, name=name)
+def cluster_or_404(request, name: str, group: str | None = None) -> Cluster:
+    """The cluster `name`, and with `group` one of its groups, as the user's scope allows:
+    outside it a 404 that says the same as for a name that does not exist (names do not leak)."""
+    scope = scope_of(request.user)
+    if group is not None and not scope.sees_group(name, group):
+        raise Http404(f"No group {group} in {name}")
+    found = Cluster.objects.filter(name=name).first() if scope.sees_cluster(name) else None
+    if found is None:
+        raise Http404(f"No cluster {name}")
+    return found
+
+
+def visible_cluster(request, name: str, group: str | None = None) -> Cluster | None:
+    """cluster_or_404 for the API: None where the page would answer 404."""
+    try:
+        return cluster_or_404(request, name, group)
+    except Http404:
+        return None
+
+
+def visible_clusters(request, clusters=None) -> list[Cluster]:
+    """The clusters (all, or `clusters`) on which the user sees at least one group."""
+    scope = scope_of(request.user)
+    found = list(Cluster.objects.all() if clusters is None else clusters)
+    return found if scope.everything else [c for c in found if scope.sees_cluster(c.name)]
 
 
 def bad_request(request, message: str):
@@ -202,7 +239,7 @@ def _has_no_role(request) -> bool:
     """Signed in without any role (a new single sign-on user, before an admin gives one): the
     page says so, instead of naming a role that does not allow this."""
     user = getattr(request, "user", None)
-    return bool(user is not None and user.is_authenticated and not user.is_superuser and not roles_of(user))
+    return bool(user is not None and user.is_authenticated and not scope_of(user).may_somewhere(VIEW))
 
 
 def _idp_groups(user) -> list[str]:

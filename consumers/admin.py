@@ -64,6 +64,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 from .alerts import admin as alerts_admin  # noqa: E402, F401  (its models register there)
+from .identity import admin as identity_admin  # noqa: E402, F401  (grants, IdP accounts)
 
 
 @admin.register(TokenFailure)

@@ -1,6 +1,10 @@
 from django.conf import settings
 
-from .roles import APPROVE, perm, roles_of
+from .identity.grants import (
+    scope_of,
+    within,
+)
+from .roles import APPROVE, roles_of
 
 
 def roles(request):
@@ -9,11 +13,11 @@ def roles(request):
     if user is None or not user.is_authenticated:
         return {}
     context = {"user_roles": roles_of(user), "single_person_mode": settings.CHANGES_SINGLE_PERSON_MODE}
-    from .alerts.selectors import firing_count
+    from .alerts.selectors import firing_count, visible_to
 
-    context["firing_alerts"] = firing_count()
-    if user.has_perm(perm(APPROVE)):
+    context["firing_alerts"] = firing_count(visible_to(user))
+    if scope_of(user).may_somewhere(APPROVE):
         from .changes.selectors import pending_count
 
-        context["pending_changes"] = pending_count()
+        context["pending_changes"] = pending_count(within(user))
     return context

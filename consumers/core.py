@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .roles import perm
-
 
 class ChangeRefused(Exception):
     """A request or a decision that is not allowed, with the HTTP status that says why."""
@@ -32,9 +30,24 @@ class Actor:
 SYSTEM = Actor(None, "")
 
 
-def require_role(actor: Actor, permission: str, doing: str, role: str) -> None:
-    if not actor.user.has_perm(perm(permission)):
-        raise ChangeRefused(f"{doing} needs the {role} role", 403)
+def require_role(
+    actor: Actor, permission: str, doing: str, role: str, *, cluster=None, group: str | None = None
+) -> None:
+    """The actor holds `permission` (somewhere; with `cluster` and `group`, on that group): a
+    group the actor cannot even see is refused as not found (its name does not leak)."""
+    from .identity.grants import scope_of
+    from .roles import VIEW
+
+    scope = scope_of(actor.user)
+    if cluster is None or not scope.may_somewhere(VIEW):  # no role at all: nothing to leak
+        if not scope.may_somewhere(permission):
+            raise ChangeRefused(f"{doing} needs the {role} role", 403)
+        return
+    name = getattr(cluster, "name", cluster)
+    if not scope.may(VIEW, name, group):
+        raise ChangeRefused(f"no group {group} in {name}", 404)
+    if not scope.may(permission, name, group):
+        raise ChangeRefused(f"{doing} needs the {role} role on group {group} of {name}", 403)
 
 
 def require_writable(cluster) -> None:
@@ -51,3 +64,11 @@ def require_reason(reason: str | None, message: str = "a reason is required") ->
     if len(reason) > MAX_REASON:
         raise ChangeRefused(f"a reason is at most {MAX_REASON} characters, not {len(reason)}")
     return reason.strip()
+
+
+def require_topic(actor: Actor, permission: str, cluster, topic: str) -> None:
+    """The actor holds `permission` on the topic (its grants' topic patterns)."""
+    from .identity.grants import scope_of
+
+    if not scope_of(actor.user).may_topic(permission, getattr(cluster, "name", cluster), topic):
+        raise ChangeRefused(f"writing to topic {topic} needs the operator role on it", 403)

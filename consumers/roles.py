@@ -13,6 +13,8 @@ from dataclasses import dataclass
 VIEW = "view_console"
 REQUEST = "request_change"
 APPROVE = "approve_change"
+# the admin role's own permission, held on a scope like the others (cancel someone else's request)
+ADMINISTER = "change_cluster"
 CLUSTER_MODEL_PERMISSIONS = [
     "add_cluster",
     "change_cluster",
@@ -49,6 +51,8 @@ AXES_MODEL_PERMISSIONS = [
 ]
 # refused API tokens per (prefix, address): seen and unlocked (deleted) in the Django admin
 TOKEN_FAILURE_PERMISSIONS = ["view_tokenfailure", "delete_tokenfailure"]
+# who may see and do what (consumers/identity): grants managed, IdP accounts read, in the admin
+GRANT_PERMISSIONS = ["add_grant", "change_grant", "delete_grant", "view_grant", "view_idpaccount"]
 # The app of each permission that is not this app's own (codenames are unique across them).
 PERMISSION_APP_LABELS = {codename: "axes" for codename in AXES_MODEL_PERMISSIONS}
 
@@ -64,6 +68,7 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
         *ALERT_MODEL_PERMISSIONS,
         *AXES_MODEL_PERMISSIONS,
         *TOKEN_FAILURE_PERMISSIONS,
+        *GRANT_PERMISSIONS,
     ],
 }
 ROLES = tuple(ROLE_PERMISSIONS)
@@ -77,16 +82,19 @@ def app_label_of(codename: str) -> str:
     return PERMISSION_APP_LABELS.get(codename, "consumers")
 
 
-def is_admin(user) -> bool:
-    """The admin role (or a superuser): what only admins do beyond the three other roles."""
-    return user.is_superuser or user.has_perm(perm("change_cluster"))
-
-
-def may_read_bodies(user) -> bool:
+def may_read_bodies(user, cluster: str | None = None, *, group: str | None = None, topic: str | None = None) -> bool:
     """Message bodies (payments, personal data: dead letters, messages found on the Find page)
     and anything that reads them: searches by body, exports, redrives. The one rule every path
-    that touches a body asks."""
-    return user.has_perm(perm(REQUEST))
+    that touches a body asks: the operator role, on the group (a dead-letter queue's) or the
+    topic (a message's) when one is named."""
+    from .identity.grants import scope_of
+
+    scope = scope_of(user)
+    if group is not None:
+        return scope.may(REQUEST, cluster, group)
+    if topic is not None:
+        return scope.may_topic(REQUEST, cluster, topic)
+    return scope.may_somewhere(REQUEST)
 
 
 HIDDEN_BODY = "(hidden: body searches are for operators only)"
@@ -110,10 +118,10 @@ def _hidden(data):
 
 
 def roles_of(user) -> list[str]:
-    if not user.is_authenticated:
-        return []
-    names = set(user.groups.values_list("name", flat=True))
-    return [role for role in ROLES if role in names]
+    """The roles the user holds somewhere (on every group, or on a scope of grants)."""
+    from .identity.grants import scope_of
+
+    return scope_of(user).roles()
 
 
 # Who may do what, URL by URL: the one table of the console's access rules (docs/security.md's roles

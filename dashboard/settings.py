@@ -125,6 +125,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # every page needs a login unless its view is marked @login_not_required
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # single sign-on sessions: team membership read again from the provider (and refused writes audited)
+    "consumers.identity.recheck.RecheckMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -191,6 +193,9 @@ OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
 OIDC_SCOPES = env_list("OIDC_SCOPES", ["openid", "profile", "email"])
 # seconds the provider may take to answer (discovery, keys, the token exchange)
 OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+# how old a single sign-on session's team membership may get before it is read again from the
+# provider (it is read again before every write whatever its age)
+OIDC_RECHECK_SECONDS = env_int("OIDC_RECHECK_SECONDS", 300)
 if OIDC_ISSUER:
     # plain HTTP only to this machine (the development Keycloak): tokens and secrets cross it
     if not OIDC_ISSUER.startswith(("https://", "http://127.0.0.1:", "http://localhost:")):

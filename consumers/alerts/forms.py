@@ -11,6 +11,6 @@ class SilenceForm(forms.Form):
     cluster = forms.ModelChoiceField(Cluster.objects.all(), required=False, empty_label="every cluster",
                                      to_field_name="name")  # fmt: skip
     subject_pattern = forms.CharField(max_length=200, initial="*", label="groups or brokers",
-                                      help_text="shell-style: orders-*, or one name")  # fmt: skip
+                                      help_text="shell-style: shop-*, or one name")  # fmt: skip
     minutes = forms.IntegerField(min_value=1, max_value=60 * 24 * 30, initial=60, label="for (minutes)")
     reason = forms.CharField(max_length=500)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from .models import Alert, Delivery, Silence
@@ -18,17 +18,41 @@ def alerts():
     )
 
 
-def board() -> dict:
-    """Firing (notified, then silenced), pending and the latest ended alerts; silences."""
-    firing = list(alerts().filter(state=Alert.State.FIRING).order_by("-fired_at")[:OPEN_SHOWN])
+def visible(groups: Q | None, clusters: Q | None) -> Q | None:
+    """The alerts a scoped user sees (`groups`, `clusters`: identity's filters by group and by
+    cluster; None: all): a group's alerts within their groups, a broker's on their clusters.
+    A cluster-wide alert names groups of every team: only for those who see everything."""
+    if groups is None:
+        return None
+    brokers = Q(scope="broker") if clusters is None else Q(scope="broker") & clusters
+    return (Q(scope="group") & groups) | brokers
+
+
+def visible_to(user) -> Q | None:
+    """The filter of the alerts `user` sees (None: all of them)."""
+    from ..identity.grants import within
+
+    return visible(within(user, group="subject"), within(user, group=None))
+
+
+def _only(found, within: Q | None):
+    return found if within is None else found.filter(within)
+
+
+def board(alerts_within: Q | None = None, silences_within: Q | None = None) -> dict:
+    """Firing (notified, then silenced), pending and the latest ended alerts; silences (of the
+    user's scope: `visible`, and the silences of clusters they see)."""
+    mine = _only(alerts(), alerts_within)
+    firing = list(mine.filter(state=Alert.State.FIRING).order_by("-fired_at")[:OPEN_SHOWN])
     return {
         "firing": [a for a in firing if a.silenced_by_id is None],
         "silenced": [a for a in firing if a.silenced_by_id is not None],
-        "pending": list(alerts().filter(state=Alert.State.PENDING).order_by("-started_at")[:OPEN_SHOWN]),
-        "history": list(alerts().exclude(state__in=Alert.OPEN).order_by("-ended_at")[:HISTORY]),
-        "silences": list(active().select_related("rule", "cluster", "created_by")),
+        "pending": list(mine.filter(state=Alert.State.PENDING).order_by("-started_at")[:OPEN_SHOWN]),
+        "history": list(mine.exclude(state__in=Alert.OPEN).order_by("-ended_at")[:HISTORY]),
+        "silences": list(_only(active(), silences_within).select_related("rule", "cluster", "created_by")),
         "ended_silences": list(
-            Silence.objects.exclude(pk__in=active().values("pk"))
+            _only(Silence.objects, silences_within)
+            .exclude(pk__in=active().values("pk"))
             .select_related("rule", "cluster", "created_by", "ended_by")
             .order_by("-ends_at")[:20]
         ),
@@ -36,8 +60,8 @@ def board() -> dict:
     }
 
 
-def firing_count() -> int:
-    return Alert.objects.filter(state=Alert.State.FIRING, silenced_by=None).count()
+def firing_count(within: Q | None = None) -> int:
+    return _only(Alert.objects.filter(state=Alert.State.FIRING, silenced_by=None), within).count()
 
 
 def firing_for(cluster_name: str, group: str) -> list[Alert]:

@@ -5,26 +5,31 @@ from __future__ import annotations
 
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 
-from ..access import api_view, console_action, console_page, json_error, remote_addr
-from ..roles import REQUEST, perm
+from ..access import api_view, console_action, console_page, json_error, remote_addr, within
+from ..identity.grants import scope_of
+from ..roles import REQUEST
 from . import selectors, services, silences
 from .forms import SilenceForm
-from .models import Alert
+from .models import Alert, Silence
 
 API_STATES = ("firing", "pending", "resolved", "cleared")
 
 
 def _page(request, form, *, status: int = 200):
-    context = {"nav": "alerts", "form": form, "may_act": request.user.has_perm(perm(REQUEST)), **selectors.board()}
-    return render(request, "alerts/index.html", context, status=status)
+    board = selectors.board(selectors.visible_to(request.user), within(request.user, group=None))
+    may_act = scope_of(request.user).may_somewhere(REQUEST)
+    return render(
+        request, "alerts/index.html", {"nav": "alerts", "form": form, "may_act": may_act, **board}, status=status
+    )
 
 
-def _operator(request, what: str) -> None:
-    if not request.user.has_perm(perm(REQUEST)):
-        raise PermissionDenied(f"{what} needs the operator role")
+def _operator(request, what: str, cluster: str | None = None) -> None:
+    """Silences match subjects by pattern, so they are for operators of whole clusters."""
+    if not scope_of(request.user).may_all_groups(REQUEST, cluster):
+        raise PermissionDenied(f"{what} needs the operator role on every group of the cluster")
 
 
 @console_page
@@ -34,7 +39,15 @@ def index(request):
 
 @console_action
 def acknowledge(request, pk: int):
-    _operator(request, "acknowledging an alert")
+    alert = _visible_alert(request, pk)
+    scope = scope_of(request.user)
+    allowed = (
+        scope.may(REQUEST, alert.cluster.name, alert.subject)
+        if alert.scope == "group"
+        else scope.may_all_groups(REQUEST, alert.cluster.name)
+    )
+    if not allowed:
+        raise PermissionDenied("acknowledging an alert needs the operator role on what it is about")
     alert = services.acknowledge(pk, user=request.user, remote_addr=remote_addr(request))
     if alert is None:
         flash.error(request, "That alert is not firing, or was acknowledged already.")
@@ -45,11 +58,12 @@ def acknowledge(request, pk: int):
 
 @console_action
 def silence_create(request):
-    _operator(request, "silencing alerts")
+    _operator(request, "silencing alerts")  # somewhere: the form says which cluster
     form = SilenceForm(request.POST)
     if not form.is_valid():
         return _page(request, form, status=400)
     data = form.cleaned_data
+    _operator(request, "silencing alerts", data["cluster"].name if data["cluster"] else None)
     silence = silences.create(user=request.user, remote_addr=remote_addr(request), rule=data["rule"],
                               cluster=data["cluster"], subject_pattern=data["subject_pattern"],
                               minutes=data["minutes"], reason=data["reason"])  # fmt: skip
@@ -59,7 +73,8 @@ def silence_create(request):
 
 @console_action
 def silence_end(request, pk: int):
-    _operator(request, "ending a silence")
+    silence = Silence.objects.filter(pk=pk).select_related("cluster").first()
+    _operator(request, "ending a silence", silence.cluster.name if silence and silence.cluster else None)
     if silences.end(pk, user=request.user, remote_addr=remote_addr(request)) is None:
         flash.error(request, "No such silence in force.")
     else:
@@ -74,5 +89,16 @@ def api_alerts(request):
     if state not in API_STATES:
         return json_error(400, f"state must be one of {', '.join(API_STATES)}", field="state")
     order = "-started_at" if state in Alert.OPEN else "-ended_at"
-    alerts = selectors.alerts().filter(state=state).order_by(order)[:500]
+    found = selectors.alerts().filter(state=state)
+    shown = selectors.visible_to(request.user)
+    alerts = (found if shown is None else found.filter(shown)).order_by(order)[:500]
     return JsonResponse({"alerts": [selectors.to_wire(a) for a in alerts]})
+
+
+def _visible_alert(request, pk: int) -> Alert:
+    shown = selectors.visible_to(request.user)
+    found = Alert.objects.select_related("cluster").filter(pk=pk)
+    alert = (found if shown is None else found.filter(shown)).first()
+    if alert is None:
+        raise Http404(f"No alert #{pk}")
+    return alert

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..access import api_view, json_error, remote_addr
+from ..access import api_view, json_error, remote_addr, within
 from ..apischema import AnyObject, Bool, Obj, SchemaError, Str
 from ..core import Actor, ChangeRefused
+from ..identity.grants import scope_of
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import APPROVE, hide_bodies, perm
+from ..roles import APPROVE, hide_bodies
 from . import kinds, selectors
 from .forms import ChangeFilterForm
 from .models import ChangeRequest, State
 from .services import decide
+from .workflow import touched_groups
 
 
 def change_json(change: ChangeRequest, user, *, full: bool = False) -> dict:
@@ -30,6 +32,8 @@ def change_json(change: ChangeRequest, user, *, full: bool = False) -> dict:
         "requested_at": change.requested_at.isoformat(),
         "expires_at": change.expires_at.isoformat(),
         "decided_by": change.decided_by.get_username() if change.decided_by else None,
+        # who approved which groups, when the request touches more than one team's
+        "approvals": [{k: a[k] for k in ("by", "groups", "at")} for a in change.approvals],
         "decided_at": change.decided_at.isoformat() if change.decided_at else None,
         "decision_reason": change.decision_reason or None,
         "undo_of": change.undo_of_id,
@@ -64,7 +68,14 @@ def changes(request):
     form = ChangeFilterForm(request.GET)
     if not form.is_valid():
         return json_error(400, f"invalid filter: {form.errors.as_text()}", fields=form.errors.get_json_data())
-    return JsonResponse({"changes": [change_json(c, request.user) for c in selectors.change_list(**form.cleaned_data)]})
+    return JsonResponse(
+        {
+            "changes": [
+                change_json(c, request.user)
+                for c in selectors.change_list(**form.cleaned_data, within=within(request.user))
+            ]
+        }
+    )
 
 
 def _create(request):
@@ -80,7 +91,7 @@ def _create(request):
     except SchemaError as exc:
         return json_error(400, str(exc), field=exc.field)
     cluster = Cluster.objects.filter(name=body["cluster"]).first()
-    if cluster is None:
+    if cluster is None or not scope_of(request.user).sees_cluster(cluster.name):
         return json_error(400, f"no cluster named {body['cluster']!r}", field="body.cluster")
     try:
         change = kind.api_create(actor=Actor(request.user, remote_addr(request)), cluster=cluster,
@@ -94,13 +105,17 @@ def _create(request):
 
 @api_view
 def change(request, pk: int):
-    found = selectors.change_detail(pk)
+    found = selectors.visible_change(pk, scope_of(request.user))
     if found is None:
         return json_error(404, f"no change request #{pk}")
     data = change_json(found, request.user, full=True)
     # what an approver sees on the page before deciding: what moved on the broker since the plan
     moved_since = kinds.of(found).moved_since
-    if found.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and moved_since:
+    if (
+        found.state == State.PENDING
+        and any(scope_of(request.user).may(APPROVE, found.cluster.name, g) for g in touched_groups(found))
+        and moved_since
+    ):
         try:
             data["moved_since_preview"] = moved_since(found)
         except RocketMQError as exc:
@@ -111,7 +126,7 @@ def change(request, pk: int):
 
 @api_view(methods=("POST",), body=DECISION)
 def change_action(request, pk: int, action: str):
-    found = selectors.change_detail(pk)
+    found = selectors.visible_change(pk, scope_of(request.user))
     if found is None:
         return json_error(404, f"no change request #{pk}")
     try:
@@ -122,4 +137,6 @@ def change_action(request, pk: int, action: str):
         return json_error(exc.status, str(exc))
     except RocketMQError as exc:
         return json_error(502, f"the broker could not be read: {exc}")
-    return JsonResponse(change_json(selectors.change_detail(result.pk), request.user, full=True))
+    return JsonResponse(
+        change_json(selectors.visible_change(result.pk, scope_of(request.user)), request.user, full=True)
+    )

@@ -36,6 +36,9 @@ class ChangeKind:
     # (fn(actor=, cluster=, group=, params=, reason=)); None: made on its own pages only
     api_params: Obj | None = None
     api_create: Callable[..., ChangeRequest] | None = None
+    # the other groups of the request's cluster it reads (a copy reset's source): whoever
+    # decides must be allowed to see them too
+    reads: Callable[[ChangeRequest], list[str]] = lambda request: []
 
 
 _KINDS: dict[str, ChangeKind] = {}

@@ -52,6 +52,8 @@ class ChangeRequest(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True)
+    # who approved which of the groups it touches (workflow.approve): [{by, user, groups, at}]
+    approvals = models.JSONField(default=list, blank=True)
     # execution: who runs it (a token per claim), its heartbeat, and what it did
     run_token = models.CharField(max_length=64, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -9,16 +9,17 @@ from django.contrib import messages
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
-from ..access import bad_request, console_action, console_page, remote_addr
+from ..access import bad_request, console_action, console_page, remote_addr, within
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
+from ..identity.grants import scope_of
 from ..rocketmq import RocketMQError
-from ..roles import APPROVE, REQUEST, hide_bodies, is_admin, perm
+from ..roles import ADMINISTER, APPROVE, REQUEST, hide_bodies
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
 from .models import State
 from .services import decide
-from .workflow import single_person_mode
+from .workflow import covered_by, single_person_mode, touched_groups
 
 
 @console_page
@@ -26,13 +27,13 @@ def change_list(request):
     form = ChangeFilterForm(request.GET)
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
-    changes = selectors.change_list(**form.cleaned_data)
+    changes = selectors.change_list(**form.cleaned_data, within=within(request.user))
     return render(request, "changes/list.html", {"changes": changes, "form": form, "states": State, "nav": "changes"})
 
 
 @console_page
 def change_detail(request, pk: int):
-    change = selectors.change_detail(pk)
+    change = selectors.visible_change(pk, scope_of(request.user))
     if change is None:
         raise Http404(f"No change request #{pk}")
     return _detail(request, change)
@@ -40,9 +41,12 @@ def change_detail(request, pk: int):
 
 def _detail(request, change, *, status: int = 200):
     moved = None
+    scope, where = scope_of(request.user), (change.cluster.name, change.group)
+    touched = touched_groups(change)
+    may_decide = any(scope.may(APPROVE, change.cluster.name, g) for g in touched)
     # an approver sees, before deciding, what the broker did since the preview was read
     moved_since = kinds.of(change).moved_since
-    if change.state == State.PENDING and request.user.has_perm(perm(APPROVE)) and not request.htmx and moved_since:
+    if change.state == State.PENDING and may_decide and not request.htmx and moved_since:
         try:
             moved = moved_since(change)
         except RocketMQError as exc:
@@ -50,14 +54,15 @@ def _detail(request, change, *, status: int = 200):
     context = {
         "change": change,
         "moved": moved,
-        "can_decide": request.user.has_perm(perm(APPROVE))
-        and (request.user.pk != change.requested_by_id or single_person_mode()),
-        "can_request": request.user.has_perm(perm(REQUEST)),
+        "can_decide": may_decide and (request.user.pk != change.requested_by_id or single_person_mode()),
+        "can_request": scope.may(REQUEST, *where),
+        "approved_for": sorted(covered_by(change.approvals)),
+        "waiting_for": [g for g in touched if g not in covered_by(change.approvals)] if len(touched) > 1 else [],
         # the author cancels; an admin may cancel someone else's request, with a reason
         "cancel_as": "author"
         if request.user.pk == change.requested_by_id
         else "admin"
-        if is_admin(request.user)
+        if scope.may(ADMINISTER, *where)
         else None,
         "nav": "changes",
     }
@@ -67,7 +72,7 @@ def _detail(request, change, *, status: int = 200):
 
 @console_action
 def change_action(request, pk: int):
-    change = selectors.change_detail(pk)
+    change = selectors.visible_change(pk, scope_of(request.user))
     if change is None:
         raise Http404(f"No change request #{pk}")
     form = DecisionForm(request.POST)
@@ -98,11 +103,11 @@ def audit_log(request):
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     if form.cleaned_data["format"] == "csv":
-        events = selectors.audit_events(**form.filters(), limit=None)
+        events = selectors.audit_events(**form.filters(), limit=None, within=within(request.user, cluster="cluster"))
         response = StreamingHttpResponse(_csv_rows(events, request.user), content_type="text/csv")
         response["Content-Disposition"] = attachment("audit-log.csv")
         return response
-    events = selectors.audit_events(**form.filters())
+    events = selectors.audit_events(**form.filters(), within=within(request.user, cluster="cluster"))
     query = request.GET.copy()
     query["format"] = "csv"
     context = {"events": events, "form": form, "csv_query": query.urlencode(), "nav": "audit"}

@@ -19,7 +19,8 @@ from django.utils import timezone
 
 from .. import audit
 from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
-from ..roles import APPROVE, REQUEST, is_admin, perm
+from ..identity.grants import scope_of
+from ..roles import ADMINISTER, APPROVE, REQUEST
 from . import kinds, notify
 from .models import ChangeRequest, State
 
@@ -36,12 +37,17 @@ def transition(
     actor: Actor,
     action: str,
     details: dict | None = None,
+    unchanged: dict | None = None,
     **fields,
 ) -> ChangeRequest | None:
     """Move the request from one of `expected` to `to`, atomically, with its audit event.
-    Returns the updated request, or None when its state was not one of `expected`."""
+    Returns the updated request, or None when its state was not one of `expected` (or a field
+    of `unchanged` no longer had the value given: someone else moved it in between)."""
     with transaction.atomic():
-        moved = ChangeRequest.objects.filter(pk=request.pk, state__in=expected).update(state=to, **fields)
+        moved = (
+            ChangeRequest.objects.filter(pk=request.pk, state__in=expected, **(unchanged or {}))
+            .update(state=to, **fields)
+        )  # fmt: skip
         if not moved:
             return None
         fresh = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
@@ -69,7 +75,7 @@ def submit(
     undo_of: ChangeRequest | None = None,
 ) -> ChangeRequest:
     """Create a pending request (the requester's part)."""
-    require_role(actor, REQUEST, "requesting a change", "operator")
+    require_role(actor, REQUEST, "requesting a change", "operator", cluster=cluster, group=group)
     require_writable(cluster)
     require_reason(reason)
     now = timezone.now()
@@ -118,19 +124,45 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     changed = kinds.of(request).effect_changed(request)
     if changed:
         raise ChangeRefused(changed, 409)
-    approved = transition(
-        request,
-        {State.PENDING},
-        State.APPROVED,
-        actor=actor,
-        action="approve",
-        details={"single_person_mode": single_person_mode(), "left_unreadable": unreadable},
-        decided_by=actor.user,
-        decided_at=timezone.now(),
-    )
-    if approved is None:
-        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
-    return approved
+    # four eyes across the scope: each group the request touches needs an approver who holds
+    # approve on it; one who holds them all (an admin) approves at once, otherwise each team does
+    touched = touched_groups(request)
+    before = covered_by(request.approvals)
+    mine = [g for g in touched if g not in before and scope_of(actor.user).may(APPROVE, request.cluster.name, g)]
+    if not mine:
+        raise ChangeRefused(f"already approved for your groups; waiting for an approver of {_waiting(request)}", 409)
+    entry = {"by": actor.username, "user": actor.user.pk, "groups": mine, "at": timezone.now().isoformat()}
+    approvals = [*request.approvals, entry]
+    waiting = [g for g in touched if g not in before | set(mine)]
+    details = {"single_person_mode": single_person_mode(), "left_unreadable": unreadable, "groups": mine}
+    if waiting:
+        moved = transition(request, {State.PENDING}, State.PENDING, actor=actor, action="approve-part",
+                           details={**details, "waiting_for": waiting}, unchanged={"approvals": request.approvals},
+                           approvals=approvals)  # fmt: skip
+    else:
+        moved = transition(request, {State.PENDING}, State.APPROVED, actor=actor, action="approve", details=details,
+                           unchanged={"approvals": request.approvals}, approvals=approvals, decided_by=actor.user,
+                           decided_at=timezone.now())  # fmt: skip
+    if moved is None:
+        now = _state_of(request)
+        if now != State.PENDING:
+            raise ChangeRefused(f"request #{request.pk} is {now}, not pending", 409)
+        raise ChangeRefused(f"request #{request.pk} was approved in part by someone else meanwhile: look again", 409)
+    return moved
+
+
+def touched_groups(request: ChangeRequest) -> list[str]:
+    """The groups of its cluster a request changes or reads, each needing its approver."""
+    return list(dict.fromkeys([request.group, *kinds.of(request).reads(request)]))
+
+
+def covered_by(approvals: list[dict]) -> set[str]:
+    return {group for entry in approvals for group in entry.get("groups", [])}
+
+
+def _waiting(request: ChangeRequest) -> str:
+    left = [g for g in touched_groups(request) if g not in covered_by(request.approvals)]
+    return ", ".join(left) or "nobody"
 
 
 def reject(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeRequest:
@@ -159,7 +191,7 @@ def cancel(request: ChangeRequest, *, actor: Actor, reason: str = "") -> ChangeR
     Approvers may not: saying no to a request is rejecting it, with a reason, in the open."""
     user = actor.user
     by_author = user == request.requested_by
-    if not by_author and not is_admin(user):
+    if not by_author and not scope_of(user).may(ADMINISTER, request.cluster.name, request.group):
         raise ChangeRefused("only the requester (or an admin, with a reason) may cancel a request", 403)
     if not by_author and not reason.strip():
         raise ChangeRefused("cancelling someone else's request needs a reason")
@@ -180,8 +212,9 @@ def cancel(request: ChangeRequest, *, actor: Actor, reason: str = "") -> ChangeR
 
 def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest:
     """A fresh preview of a pending request: the new plan replaces the old one (both in the log)."""
-    if not (actor.user.has_perm(perm(REQUEST)) or actor.user.has_perm(perm(APPROVE))):
-        raise ChangeRefused("refreshing a preview needs the operator or approver role", 403)
+    scope, where = scope_of(actor.user), (request.cluster.name, request.group)
+    if not (scope.may(REQUEST, *where) or scope.may(APPROVE, *where)):
+        raise ChangeRefused("refreshing a preview needs the operator or approver role on the group", 403)
     refreshed = transition(
         request,
         {State.PENDING},
@@ -196,6 +229,7 @@ def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest
         },
         plan=plan,
         planned_at=timezone.now(),
+        approvals=[],  # the teams that approved part of it approved the old plan
     )
     if refreshed is None:
         raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
@@ -219,8 +253,14 @@ def expire_due() -> int:
 
 
 def _check_decider(request: ChangeRequest, actor: Actor) -> None:
-    if not actor.user.has_perm(perm(APPROVE)):
-        raise ChangeRefused("approving or rejecting needs the approver role", 403)
+    """Four eyes across the scope: the decider holds approve on a group the request touches
+    (approve covers the groups they hold; reject: any team may say no) and is not its author."""
+    scope, cluster = scope_of(actor.user), request.cluster.name
+    touched = touched_groups(request)
+    if not any(scope.may(APPROVE, cluster, group) for group in touched):
+        raise ChangeRefused(
+            f"approving or rejecting needs the approver role on group {' or '.join(touched)} of {cluster}", 403
+        )
     if actor.user.pk == request.requested_by_id and not single_person_mode():
         raise ChangeRefused("a request is decided by someone other than its requester (four eyes)", 403)
 

@@ -7,12 +7,12 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from .. import claims
-from ..access import api_view, json_error, remote_addr
+from ..access import api_view, json_error, remote_addr, visible_cluster
 from ..apischema import Bool, Choice, Int, List, Moment, Obj, Str
 from ..core import Actor, ChangeRefused
-from ..models import Cluster
+from ..identity.grants import scope_of
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST, hide_bodies, may_read_bodies, perm
+from ..roles import REQUEST, hide_bodies, may_read_bodies
 from . import redrive, selectors
 from .browse import Selection
 from .forms import DlqFilterForm, encode_cursor
@@ -45,10 +45,11 @@ def job_json(job: RedriveJob, user) -> dict:
 
 @api_view
 def messages(request, cluster: str, group: str):
-    found = Cluster.objects.filter(name=cluster).first()
+    found = visible_cluster(request, cluster, group)
     if found is None:
-        return json_error(404, f"no cluster named {cluster!r}")
-    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user), strict=True)
+        return json_error(404, f"no group {group!r} in a cluster named {cluster!r}")
+    operator = may_read_bodies(request.user, found.name, group=group)
+    form = DlqFilterForm(request.GET, can_read_bodies=operator, strict=True)
     if not form.is_valid():
         return json_error(400, f"invalid filter: {form.error_text()}", fields=form.errors.get_json_data())
     selection, cursor = form.selection(), form.cleaned_data["cursor"]
@@ -68,9 +69,9 @@ def messages(request, cluster: str, group: str):
 
 @api_view(methods=("POST",), body=REDRIVE)
 def start(request, cluster: str, group: str):
-    found = Cluster.objects.filter(name=cluster).first()
+    found = visible_cluster(request, cluster, group)
     if found is None:
-        return json_error(404, f"no cluster named {cluster!r}")
+        return json_error(404, f"no group {group!r} in a cluster named {cluster!r}")
     body = request.json
     try:
         job = redrive.plan_redrive(
@@ -90,16 +91,16 @@ def start(request, cluster: str, group: str):
 
 @api_view
 def job(request, pk: int):
-    found = selectors.job(pk)
+    found = _visible_job(request, pk)
     return JsonResponse(job_json(found, request.user)) if found else json_error(404, f"no redrive job #{pk}")
 
 
 @api_view(methods=("POST",))
 def job_action(request, pk: int, action: str):
-    found = selectors.job(pk)
+    found = _visible_job(request, pk)
     if found is None:
         return json_error(404, f"no redrive job #{pk}")
-    if not request.user.has_perm(perm(REQUEST)):
+    if not scope_of(request.user).may(REQUEST, found.cluster.name, found.group):
         return json_error(403, "controlling a redrive needs the operator role")
     controls = {"pause": redrive.pause, "resume": redrive.resume, "cancel": redrive.cancel}
     if action not in controls:
@@ -109,3 +110,10 @@ def job_action(request, pk: int, action: str):
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))
     return JsonResponse(job_json(changed, request.user))
+
+
+def _visible_job(request, pk: int) -> RedriveJob | None:
+    found = selectors.job(pk)
+    if found is None or not scope_of(request.user).sees_group(found.cluster.name, found.group):
+        return None
+    return found

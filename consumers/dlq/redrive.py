@@ -15,7 +15,7 @@ from .. import audit
 from ..changes import workflow
 from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..core import Actor, ChangeRefused, require_role, require_writable
+from ..core import Actor, ChangeRefused, require_role, require_topic, require_writable
 from ..models import Cluster
 from ..rocketmq import AdminClient
 from ..roles import REQUEST
@@ -52,12 +52,15 @@ def plan_redrive(
     is never silently left out: the plan names it, and a small job starts only when the
     requester accepts that its dead letters stay where they are (`accept_unreadable`); a large
     one needs the approver's same choice (workflow.approve). The job then ends partial."""
-    require_role(actor, REQUEST, "redriving", "operator")
+    require_role(actor, REQUEST, "redriving", "operator", cluster=cluster, group=group)
     require_writable(cluster)
     if not 1 <= rate <= settings.REDRIVE_MAX_RATE:
         raise ChangeRefused(f"the rate must be between 1 and {settings.REDRIVE_MAX_RATE} messages per second")
     if target not in RedriveJob.Target.values:
         raise ChangeRefused(f"unknown target {target!r}; one of: {', '.join(RedriveJob.Target.values)}")
+    if target == RedriveJob.Target.TOPIC and target_topic.strip():
+        # another topic may be another team's: the requester must be an operator there too
+        require_topic(actor, REQUEST, cluster, target_topic.strip())
     if target == RedriveJob.Target.TOPIC and not target_topic.strip():
         raise ChangeRefused("redriving to another topic needs the topic")
     if RedriveJob.objects.filter(cluster=cluster, group=group, state__in=ACTIVE).exists():
@@ -183,7 +186,7 @@ def cancel(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 
 def _move(job: RedriveJob, expected: set, to: str, actor: Actor, action: str, **fields) -> RedriveJob:
-    require_role(actor, REQUEST, "controlling a redrive", "operator")
+    require_role(actor, REQUEST, "controlling a redrive", "operator", cluster=job.cluster, group=job.group)
     with transaction.atomic():
         if not RedriveJob.objects.filter(pk=job.pk, state__in=expected).update(state=to, **fields):
             now = RedriveJob.objects.get(pk=job.pk).state

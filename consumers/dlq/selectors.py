@@ -27,9 +27,10 @@ from .browse import (
 from .models import RedriveJob, RedrivenMessage
 
 
-def overview(redis, clusters: list[Cluster]) -> list[dict]:
-    """Every group whose last poll saw dead letters, with its DLQ read from the broker."""
-    rows = live.groups_with_dead_letters(redis, clusters)
+def overview(redis, clusters: list[Cluster], scope=None) -> list[dict]:
+    """Every group (that `scope` sees) whose last poll saw dead letters, with its DLQ read from
+    the broker."""
+    rows = live.groups_with_dead_letters(redis, clusters, scope)
     result = []
     for cluster in clusters:
         groups = [r.summary["group"] for r in rows if r.cluster == cluster]

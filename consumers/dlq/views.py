@@ -16,30 +16,33 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
 from .. import audit, claims
-from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr
+from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr, visible_clusters
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, base64_cell, csv_writer
-from ..models import Cluster
+from ..identity.grants import scope_of
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
-from ..roles import REQUEST, hide_bodies, may_read_bodies, perm
+from ..roles import REQUEST, hide_bodies, may_read_bodies
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm, encode_cursor
 from .models import RedriveJob
 
 
-def _operator(request) -> None:
-    if not may_read_bodies(request.user):
+def _operator(request, cluster: str, group: str) -> None:
+    """Bodies, exports and redrives of a group's dead letters: the operator role on that group
+    (a group the user cannot see at all is not found: cluster_or_404 first)."""
+    cluster_or_404(request, cluster, group)
+    if not may_read_bodies(request.user, cluster, group=group):
         raise PermissionDenied("message bodies, exports and redrives need the operator role")
 
 
 @console_page
 def overview(request):
     try:
-        groups = selectors.overview(get_redis(), list(Cluster.objects.all()))
+        groups = selectors.overview(get_redis(), visible_clusters(request), scope_of(request.user))
     except RocketMQError as exc:
         return render(request, "dlq/overview.html", {"error": str(exc), "groups": [], "nav": "dlq"}, status=502)
     return render(request, "dlq/overview.html", {"groups": groups, "nav": "dlq"})
@@ -47,8 +50,9 @@ def overview(request):
 
 @console_page
 def group_dlq(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
-    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
+    cluster = cluster_or_404(request, cluster, group)
+    operator = may_read_bodies(request.user, cluster.name, group=group)
+    form = DlqFilterForm(request.GET, can_read_bodies=operator)
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     try:
@@ -64,23 +68,24 @@ def group_dlq(request, cluster: str, group: str):
         "next_query": query.urlencode(), "filters": filters.urlencode(), "total": sum(q.count for q in queues),
         "write_only": any(not q.readable for q in queues),
         "jobs": selectors.jobs_of(cluster, group), "redrive_form": RedriveForm(), "nav": "dlq",
-        "can_operate": request.user.has_perm(perm(REQUEST)),
+        "can_operate": operator,
     }  # fmt: skip
     return render(request, "dlq/group.html", context)
 
 
 @console_page
 def message(request, cluster: str, group: str, broker: str, queue_id: int, offset: int):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     try:
         found = selectors.message(cluster, group, broker, queue_id, offset)
     except MessageNotFound as exc:
         raise Http404(str(exc)) from None
     except RocketMQError as exc:
         return render(request, "dlq/group.html", {"cluster": cluster, "group": group, "error": str(exc)}, status=502)
+    operator = may_read_bodies(request.user, cluster.name, group=group)
     context = {
         "cluster": cluster, "group": group, "m": row(found, broker), "properties": sorted(found.properties.items()),
-        "body": body_views(found) if may_read_bodies(request.user) else None, "status": selectors.redrive_status(
+        "body": body_views(found) if operator else None, "status": selectors.redrive_status(
             cluster, group, [(broker, queue_id, offset)]).get(f"{broker}#{queue_id}:{offset}", []), "nav": "dlq",
     }  # fmt: skip
     return render(request, "dlq/message.html", context)
@@ -90,9 +95,9 @@ def message(request, cluster: str, group: str, broker: str, queue_id: int, offse
 def export(request, cluster: str, group: str, fmt: str):
     if fmt not in ("jsonl", "csv"):
         raise Http404("exports are .jsonl or .csv")
-    _operator(request)
-    cluster = cluster_or_404(cluster)
-    form = DlqFilterForm(request.GET, can_read_bodies=may_read_bodies(request.user))
+    _operator(request, cluster, group)
+    cluster = cluster_or_404(request, cluster, group)
+    form = DlqFilterForm(request.GET, can_read_bodies=True)
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
     selection = form.selection()
@@ -140,8 +145,8 @@ async def _records(client, group, selection, window):
 
 @console_action
 def make_readable(request, cluster: str, group: str):
-    _operator(request)
-    cluster = cluster_or_404(cluster)
+    _operator(request, cluster, group)
+    cluster = cluster_or_404(request, cluster, group)
     try:
         changed = run_on_cluster(cluster, lambda c: c.actions.make_topic_readable(dlq_topic(group)), mutation=True)
     except (RocketMQError, ReadOnlyCluster) as exc:
@@ -155,10 +160,10 @@ def make_readable(request, cluster: str, group: str):
 
 @console_action
 def start_redrive(request, cluster: str, group: str):
-    _operator(request)
-    cluster = cluster_or_404(cluster)
+    _operator(request, cluster, group)
+    cluster = cluster_or_404(request, cluster, group)
     filters, form = (
-        DlqFilterForm(request.POST, can_read_bodies=may_read_bodies(request.user)),
+        DlqFilterForm(request.POST, can_read_bodies=True),
         RedriveForm(request.POST),
     )
     if not (filters.is_valid() and form.is_valid()):
@@ -186,24 +191,20 @@ def _refused(request, exc: ChangeRefused):
 
 @console_page
 def job_page(request, pk: int):
-    found = selectors.job(pk)
-    if found is None:
-        raise Http404(f"No redrive job #{pk}")
+    found = _visible_job(request, pk)
     context = {"job": found, "progress": redrive.progress(found), "nav": "dlq",
                "silent_since": claims.silent_since(found), "heartbeat_age": claims.heartbeat_age(found),
                "silent_for": claims.silent_for(found) if found.state == RedriveJob.State.RUNNING else None,
                "take_over_after": settings.CHANGE_RUN_STALE_SECONDS,
                "selection": Selection.from_wire(hide_bodies(request.user, found.selection)).describe(),
-               "can_operate": request.user.has_perm(perm(REQUEST))}  # fmt: skip
+               "can_operate": scope_of(request.user).may(REQUEST, found.cluster.name, found.group)}  # fmt: skip
     return render(request, "dlq/_job.html" if request.htmx else "dlq/job.html", context)
 
 
 @console_page
 def job_came_back(request, pk: int):
     """The job page's count of copies back in the DLQ: loaded after the page, as it reads the broker."""
-    found = selectors.job(pk)
-    if found is None:
-        raise Http404(f"No redrive job #{pk}")
+    found = _visible_job(request, pk)
     try:
         counted, error = selectors.came_back(found), None
     except RocketMQError as exc:
@@ -213,9 +214,7 @@ def job_came_back(request, pk: int):
 
 @console_action
 def job_action(request, pk: int, action: str):
-    found = selectors.job(pk)
-    if found is None:
-        raise Http404(f"No redrive job #{pk}")
+    found = _visible_job(request, pk)
     controls = {"pause": redrive.pause, "resume": redrive.resume, "cancel": redrive.cancel}
     if action not in controls:
         return bad_request(request, f"unknown action {action!r}; one of pause, resume, cancel")
@@ -224,3 +223,11 @@ def job_action(request, pk: int, action: str):
     except ChangeRefused as exc:
         return _refused(request, exc)
     return redirect("consumers:dlq-job", pk)
+
+
+def _visible_job(request, pk: int) -> RedriveJob:
+    """The job, if its group is one the user sees (404 as for a job that is not there)."""
+    found = selectors.job(pk)
+    if found is None or not scope_of(request.user).sees_group(found.cluster.name, found.group):
+        raise Http404(f"No redrive job #{pk}")
+    return found

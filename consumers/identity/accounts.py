@@ -57,12 +57,19 @@ def _sign_in(issuer: str, subject: str, claims: dict, groups_claim: str) -> Sign
         for name, value in changed.items():
             setattr(user, name, value)
         user.save(update_fields=list(changed))
-    groups = claim_rules.idp_groups(claims, groups_claim)
-    added, removed = _set_idp_groups(user, groups)
-    account.groups = groups
     account.last_sign_in = timezone.now()
+    found = update_groups(account, claims, groups_claim)
+    return SignedIn(user=user, created=created, groups=found.groups, added=found.added, removed=found.removed)
+
+
+def update_groups(account: IdpAccount, claims: dict, groups_claim: str) -> SignedIn:
+    """Set the account's IdP groups to those of these (validated) claims: at each sign-in, and
+    when a session's membership is read again (recheck.py)."""
+    groups = claim_rules.idp_groups(claims, groups_claim)
+    added, removed = _set_idp_groups(account.user, groups)
+    account.groups = groups
     account.save()
-    return SignedIn(user=user, created=created, groups=groups, added=added, removed=removed)
+    return SignedIn(user=account.user, created=False, groups=groups, added=added, removed=removed)
 
 
 def _new_user(issuer: str, subject: str, claims: dict):

@@ -25,3 +25,44 @@ class IdpAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.subject} at {self.issuer})"
+
+
+class Grant(models.Model):
+    """A role on a scope, given to an IdP group, a local group or a user (consumers/identity/
+    grants.py reads them; scope.py says what they allow). Patterns are shell-style globs,
+    separated by commas or spaces."""
+
+    class Subject(models.TextChoices):
+        IDP_GROUP = "idp_group", "identity provider group"
+        GROUP = "group", "local group"
+        USER = "user", "user"
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        OPERATOR = "operator"
+        APPROVER = "approver"
+        ADMIN = "admin"
+
+    subject_kind = models.CharField(max_length=16, choices=Subject.choices)
+    # an IdP group as the provider names it (Keycloak's /payments: payments), a local group's
+    # or a user's name
+    subject = models.CharField(max_length=150)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    clusters = models.CharField(max_length=500, default="*", help_text="cluster names or globs; * for all")
+    groups = models.CharField(max_length=1000, default="*", help_text="consumer group globs, e.g. payments-*")
+    topics = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="topic globs for the message pages; the groups' own retry and DLQ topics are always included",
+    )
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["subject_kind", "subject", "role"]
+
+    def __str__(self) -> str:
+        return f"{self.role} on {self.clusters} / {self.groups} to {self.get_subject_kind_display()} {self.subject}"

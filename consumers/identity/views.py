@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from .. import audit
 from ..access import remote_addr
 from ..roles import roles_of
-from . import accounts, oidc
+from . import accounts, oidc, recheck
 
 log = logging.getLogger(__name__)
 NEXT_KEY = "oidc_next"
@@ -105,6 +105,7 @@ def callback(request):
     wanted = request.session.pop(NEXT_KEY, "")
     auth_login(request, user, backend=BACKEND)
     request.session[ID_TOKEN_KEY] = token["id_token"]  # the id_token_hint of the logout
+    recheck.remember(request, token)  # the refresh token: team membership is read again (recheck.py)
     audit_login(request, "oidc", issuer=oidc.metadata()["issuer"], subject=claims["sub"], idp_groups=signed_in.groups,
                 added=signed_in.added, removed=signed_in.removed, created=signed_in.created)  # fmt: skip
     return HttpResponseRedirect(wanted or reverse(settings.LOGIN_REDIRECT_URL))

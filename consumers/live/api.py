@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..access import api_view, json_error
-from ..models import Cluster
+from ..access import api_view, json_error, visible_clusters
+from ..identity.grants import scope_of
 from ..redis_client import get_redis
 from . import selectors
 from .forms import GroupFilterForm
@@ -14,7 +14,10 @@ from .forms import GroupFilterForm
 
 @api_view
 def clusters(request):
-    states = selectors.cluster_states(get_redis())
+    scope = scope_of(request.user)
+    states = selectors.cluster_states(get_redis(), visible_clusters(request), scope)
+    # a scoped user is told about their own groups only: no cluster-wide counts
+    poll = (lambda meta: meta.to_wire()) if scope.everything else (lambda meta: None)
     return JsonResponse(
         {
             "clusters": [
@@ -26,7 +29,8 @@ def clusters(request):
                     "state": s.state,
                     "polled_age_seconds": s.polled_age,
                     "data_age_seconds": s.data_age,
-                    "last_poll": s.meta.to_wire() if s.meta else None,
+                    "groups": s.groups,
+                    "last_poll": poll(s.meta) if s.meta else None,
                 }
                 for s in states
             ]
@@ -36,11 +40,12 @@ def clusters(request):
 
 @api_view
 def groups(request):
-    clusters = list(Cluster.objects.all())
+    clusters = visible_clusters(request)
     form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
     if not form.is_valid():
         return json_error(400, f"invalid filter: {form.error_text()}", fields=form.errors.get_json_data())
-    page = selectors.group_page(get_redis(), clusters=clusters, **form.selector_arguments())
+    arguments = form.selector_arguments()
+    page = selectors.group_page(get_redis(), clusters=clusters, scope=scope_of(request.user), **arguments)
     return JsonResponse(
         {
             "total": page.total,
@@ -54,9 +59,11 @@ def groups(request):
 
 @api_view
 def group(request, cluster: str, group: str):
-    found = Cluster.objects.filter(name=cluster).first()
+    found = next((c for c in visible_clusters(request) if c.name == cluster), None)
     if found is None:
         return json_error(404, f"no cluster named {cluster!r}")
+    if not scope_of(request.user).sees_group(cluster, group):
+        return json_error(404, f"no group {group!r} in the last snapshot of {cluster}")
     view = selectors.group_detail(get_redis(), found, group)
     if view is None:
         awaiting = selectors.awaiting_poll(get_redis(), found)

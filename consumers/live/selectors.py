@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..identity.scope import Scope
 from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
@@ -95,6 +96,14 @@ class ClusterState:
     cluster: Cluster
     meta: ClusterMeta | None
     now: float = field(default_factory=time.time)
+    # how many of its groups a scoped user sees (None: they see them all, meta.groups says)
+    visible_groups: int | None = None
+
+    @property
+    def groups(self) -> int | None:
+        if self.visible_groups is not None:
+            return self.visible_groups
+        return self.meta.groups if self.meta else None
 
     @functools.cached_property
     def last_seen(self) -> dt.datetime | None:
@@ -172,17 +181,24 @@ class Overview:
     total: int
 
 
-def cluster_states(redis, clusters=None) -> list[ClusterState]:
+def cluster_states(redis, clusters=None, scope: Scope | None = None) -> list[ClusterState]:
+    """The clusters' states; with a `scope` that does not see everything, each counts only
+    the groups it sees (a team is not told how many groups the others have)."""
     clusters = list(clusters if clusters is not None else Cluster.objects.all())
     metas = snapshots.read_metas(redis, [c.pk for c in clusters])
     now = time.time()
-    return [ClusterState(c, metas.get(c.pk), now) for c in clusters]
+    states = [ClusterState(c, metas.get(c.pk), now) for c in clusters]
+    if scope is not None and not scope.everything:
+        counts = Counter(row.cluster.pk for row in group_rows(redis, clusters, metas, scope))
+        for state in states:
+            state.visible_groups = counts[state.cluster.pk]
+    return states
 
 
-def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> list[GroupRow]:
-    """Every group of `clusters` as the list sorts and filters them: each row's summary is its
-    index entry (snapshots.INDEX_FIELDS), until `with_summaries` reads the whole one for the
-    rows that are shown (`metas`: the clusters' metas, if read)."""
+def group_rows(redis, clusters: list[Cluster], metas: dict | None = None, scope: Scope | None = None) -> list[GroupRow]:
+    """Every group of `clusters` (that `scope` sees) as the list sorts and filters them: each
+    row's summary is its index entry (snapshots.INDEX_FIELDS), until `with_summaries` reads the
+    whole one for the rows that are shown (`metas`: the clusters' metas, if read)."""
     ids = [c.pk for c in clusters]
     entries = snapshots.read_index(redis, ids)
     metas = snapshots.read_metas(redis, ids) if metas is None else metas
@@ -191,7 +207,10 @@ def group_rows(redis, clusters: list[Cluster], metas: dict | None = None) -> lis
     for cluster in clusters:
         meta = metas.get(cluster.pk)
         limit = stale_after(cluster.poll_interval, meta.groups if meta else None)
-        for entry in entries[cluster.pk]:
+        shown = entries[cluster.pk]
+        if scope is not None and not scope.everything:
+            shown = [entry for entry in shown if scope.sees_group(cluster.name, entry["group"])]
+        for entry in shown:
             as_of, reason = entry.get("as_of"), entry.get("stale_reason")
             age = None if as_of is None else now - as_of
             # stale as freshness() would say (reason, never read, or too old), judged per cluster
@@ -221,24 +240,30 @@ def with_summaries(redis, rows: list[GroupRow]) -> list[GroupRow]:
     return whole
 
 
-def overview(redis, clusters: list[Cluster], *, top: int = 10) -> Overview:
-    """The home page: cluster states, health counts and the groups most behind, in one read."""
+def overview(redis, clusters: list[Cluster], *, top: int = 10, scope: Scope | None = None) -> Overview:
+    """The home page: cluster states, health counts and the groups most behind, in one read
+    (of the groups `scope` sees)."""
     metas = snapshots.read_metas(redis, [c.pk for c in clusters])
-    rows = group_rows(redis, clusters, metas)
+    rows = group_rows(redis, clusters, metas, scope)
     counts = Counter(row.health for row in rows)
     now = time.time()
+    states = [ClusterState(c, metas.get(c.pk), now) for c in clusters]
+    if scope is not None and not scope.everything:
+        per_cluster = Counter(row.cluster.pk for row in rows)
+        for state in states:
+            state.visible_groups = per_cluster[state.cluster.pk]
     return Overview(
-        states=[ClusterState(c, metas.get(c.pk), now) for c in clusters],
+        states=states,
         top=with_summaries(redis, _ordered(rows, "lag", descending=True, first=top)),
         health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
         total=len(rows),
     )
 
 
-def groups_with_dead_letters(redis, clusters: list[Cluster]) -> list[GroupRow]:
-    """The groups whose last poll saw dead letters, most first (filtered before ordering: a
-    few among thousands)."""
-    rows = [r for r in group_rows(redis, clusters) if r.summary.get("dlq_count")]
+def groups_with_dead_letters(redis, clusters: list[Cluster], scope: Scope | None = None) -> list[GroupRow]:
+    """The groups (that `scope` sees) whose last poll saw dead letters, most first (filtered
+    before ordering: a few among thousands)."""
+    rows = [r for r in group_rows(redis, clusters, scope=scope) if r.summary.get("dlq_count")]
     return with_summaries(redis, _ordered(rows, "dlq", descending=True))
 
 
@@ -255,6 +280,7 @@ def group_page(
     page: int = 1,
     per_page: int = 100,
     cursor: dict | None = None,
+    scope: Scope | None = None,
 ) -> GroupPage:
     """One page of the filtered, sorted list: by number, or (`cursor`, for scripts) the rows
     after a given row's place in the order. A cursor is a row's sort value, group and cluster,
@@ -266,7 +292,7 @@ def group_page(
     needle, topic = query.strip().lower(), topic.strip()
     rows = [
         r
-        for r in group_rows(redis, clusters)
+        for r in group_rows(redis, clusters, scope=scope)
         if (not needle or needle in r.summary["group"].lower())
         and (not topic or topic in (r.summary.get("topics") or []))
         and (not health or r.health == health)

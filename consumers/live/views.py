@@ -7,8 +7,8 @@ from django.conf import settings
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 
-from ..access import bad_request, cluster_or_404, console_page
-from ..models import Cluster
+from ..access import bad_request, cluster_or_404, console_page, visible_clusters
+from ..identity.grants import scope_of
 from ..redis_client import get_redis
 from ..stats.forms import PRESETS, PeriodForm
 from . import selectors
@@ -17,27 +17,28 @@ from .forms import AllocationChartForm, GroupFilterForm, LagChartForm
 
 @console_page
 def home(request):
-    overview = selectors.overview(get_redis(), list(Cluster.objects.all()))
+    overview = selectors.overview(get_redis(), visible_clusters(request), scope=scope_of(request.user))
     context = {"states": overview.states, "top": overview.top, "health_counts": overview.health_counts}
     return render(request, "consumers/home.html", {**context, "total": overview.total, "nav": "home"})
 
 
 @console_page
 def cluster_list(request):
-    states = selectors.cluster_states(get_redis())
+    states = selectors.cluster_states(get_redis(), visible_clusters(request), scope_of(request.user))
     template = "consumers/partials/_clusters_table.html" if request.htmx else "consumers/clusters.html"
     return render(request, template, {"states": states, "nav": "clusters"})
 
 
 @console_page
 def group_list(request):
-    clusters = list(Cluster.objects.all())
+    clusters = visible_clusters(request)
     form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
     if not form.is_valid():
         return bad_request(request, f"Invalid filter: {form.error_text()}")
     if form.cleaned_data["cursor"] or form.cleaned_data["limit"]:
         return bad_request(request, "cursor and limit are for /api/groups/; this page goes by page")
-    page = selectors.group_page(get_redis(), clusters=clusters, **form.selector_arguments())
+    arguments = form.selector_arguments()
+    page = selectors.group_page(get_redis(), clusters=clusters, scope=scope_of(request.user), **arguments)
     without_page = request.GET.copy()
     without_page.pop("page", None)
     context = {
@@ -53,7 +54,7 @@ def group_list(request):
 
 @console_page
 def group_detail(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     view = selectors.group_detail(get_redis(), cluster, group)
     if view is None:
         awaiting = selectors.awaiting_poll(get_redis(), cluster)
@@ -82,9 +83,9 @@ def awaiting_poll_page(request, cluster, message: str):
     return response
 
 
-def _history_chart(request, cluster: str, form_class, build, default_hours: int):
+def _history_chart(request, cluster: str, group: str, form_class, build, default_hours: int):
     """A chart of the group's history as JSON: the hours checked, the figure built by `build`."""
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     form = form_class(request.GET)
     if not form.is_valid():
         return JsonResponse({"error": form.errors.get_json_data()}, status=400)
@@ -93,12 +94,11 @@ def _history_chart(request, cluster: str, form_class, build, default_hours: int)
 
 @console_page
 def group_lag_chart(request, cluster: str, group: str):
-    return _history_chart(
-        request, cluster, LagChartForm, lambda c, hours: selectors.lag_chart(c, group, hours=hours), 6
-    )
+    build = lambda c, hours: selectors.lag_chart(c, group, hours=hours)  # noqa: E731
+    return _history_chart(request, cluster, group, LagChartForm, build, 6)
 
 
 @console_page
 def group_allocation_chart(request, cluster: str, group: str):
     build = lambda c, hours: selectors.allocation_chart(c, group, hours=hours)  # noqa: E731
-    return _history_chart(request, cluster, AllocationChartForm, build, 24)
+    return _history_chart(request, cluster, group, AllocationChartForm, build, 24)

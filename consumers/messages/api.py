@@ -8,8 +8,8 @@ import dataclasses
 
 from django.http import Http404, JsonResponse
 
-from ..access import api_view, json_error
-from ..models import Cluster
+from ..access import api_view, json_error, visible_cluster, visible_clusters
+from ..identity.grants import scope_of
 from ..rocketmq import RocketMQError
 from ..roles import may_read_bodies
 from . import lookup, services
@@ -21,12 +21,14 @@ BODY_HIDDEN = "message bodies are for operators only"
 
 @api_view
 def find(request):
-    form = FindForm(request.GET, strict=True)
+    form = FindForm(request.GET, strict=True, cluster_names=sorted(c.name for c in visible_clusters(request)))
     if not form.is_valid():
         return json_error(400, f"invalid search: {form.error_text()}", fields=form.errors.get_json_data())
-    cluster = Cluster.objects.get(name=form.cleaned_data["cluster"])
+    cluster = visible_cluster(request, form.cleaned_data["cluster"])
+    if cluster is None:
+        return json_error(404, f"no cluster named {form.cleaned_data['cluster']!r}")
     try:
-        result = services.find(cluster, form.search())
+        result = services.find(cluster, form.search(), scope_of(request.user))
     except services.NoSuchTopic as exc:
         return json_error(404, str(exc))
     except RocketMQError as exc:
@@ -42,10 +44,10 @@ def find(request):
                          "problems": found.problems, "note": found.note})  # fmt: skip
 
 
-def _position(cluster, topic, broker, queue_id, offset):
+def _position(request, cluster, topic, broker, queue_id, offset):
     """(cluster, message) or a JSON error response."""
     try:
-        return locate(cluster, topic, broker, queue_id, offset), None
+        return locate(request, cluster, topic, broker, queue_id, offset), None
     except Http404 as exc:
         return None, json_error(404, str(exc))
     except RocketMQError as exc:
@@ -54,12 +56,12 @@ def _position(cluster, topic, broker, queue_id, offset):
 
 @api_view
 def message(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
-    located, error = _position(cluster, topic, broker, queue_id, offset)
+    located, error = _position(request, cluster, topic, broker, queue_id, offset)
     if error:
         return error
-    _, found = located
+    found_cluster, found = located
     data = lookup.detail(found)
-    if may_read_bodies(request.user):
+    if may_read_bodies(request.user, found_cluster.name, topic=topic):
         data["body_base64"] = base64.b64encode(found.message.body).decode()
     else:
         data["body_base64"], data["body_hidden"] = None, BODY_HIDDEN
@@ -68,12 +70,12 @@ def message(request, cluster: str, topic: str, broker: str, queue_id: int, offse
 
 @api_view
 def track(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
-    located, error = _position(cluster, topic, broker, queue_id, offset)
+    located, error = _position(request, cluster, topic, broker, queue_id, offset)
     if error:
         return error
     found_cluster, found = located
     try:
-        tracking = services.track_message(found_cluster, found)
+        tracking = services.track_message(found_cluster, found, scope_of(request.user))
     except RocketMQError as exc:
         return json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
     groups = [{**dataclasses.asdict(g), "label": g.label} for g in tracking.groups]

@@ -80,11 +80,14 @@ class FindForm(forms.Form):
     NEEDS = {"id": ("msg_id",), "key": ("topic", "key"), "offset": ("topic", "broker", "queue_id", "offset"),
              "time": ("topic", "since", "until")}  # fmt: skip
 
-    def __init__(self, data=None, *, strict: bool = False):
-        """`strict` (the API): a parameter that is not a field is a 400, never ignored."""
+    def __init__(self, data=None, *, strict: bool = False, cluster_names: list[str] | None = None):
+        """`strict` (the API): a parameter that is not a field is a 400, never ignored.
+        `cluster_names`: the clusters offered (those the user sees; default all)."""
         super().__init__(data)
         self.strict = strict
-        names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
+        names = cluster_names
+        if names is None:
+            names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
         self.fields["cluster"].choices = [(n, n) for n in names]
         if len(names) == 1:
             self.fields["cluster"].initial = names[0]

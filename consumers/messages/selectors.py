@@ -34,3 +34,15 @@ def hints(redis, cluster: Cluster, topic: str, broker: str, queue_id: int) -> di
             polled_offset=row.consumer if row and not row.stale_reason else None,
         )
     return found
+
+
+def topic_visible(redis, cluster: Cluster, topic: str, scope) -> bool:
+    """Whether `scope` may see the messages of `topic`: a topic its grants name, a retry or
+    dead-letter topic of its groups, or a topic one of its groups consumed at the last poll
+    (a team tracks what its own consumers were sent)."""
+    if scope.sees_topic(cluster.name, topic):
+        return True
+    if not scope.sees_cluster(cluster.name):
+        return False
+    entries = snapshots.read_index(redis, [cluster.pk])[cluster.pk]
+    return any(topic in (e.get("topics") or []) and scope.sees_group(cluster.name, e["group"]) for e in entries)

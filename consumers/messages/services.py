@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..clusters.connect import run_on_cluster
 from ..dlq import selectors as dlq_selectors
+from ..identity.scope import EVERYTHING, Scope
 from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import TopicNotFound
@@ -33,8 +34,12 @@ class Result:
     page: lookup.TimePage | None = None
 
 
-def find(cluster: Cluster, search: Search) -> Result:
-    """Raises NoSuchTopic, RocketMQError (the cluster could not be read)."""
+def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
+    """Raises NoSuchTopic (for a topic outside `scope` too: its name does not leak),
+    RocketMQError (the cluster could not be read). Messages found by id are those of the
+    topics `scope` sees."""
+    if search.topic:
+        _require_topic(cluster, search.topic, scope)
 
     async def work(client):
         if search.by == "id":
@@ -48,23 +53,42 @@ def find(cluster: Cluster, search: Search) -> Result:
                                            cursor=search.cursor)  # fmt: skip
         return Result(page=page)
 
-    return _on_topic(cluster, search.topic, work)
+    result = _on_topic(cluster, search.topic, work)
+    if result.found is not None and not scope.everything:
+        seen: dict[str, bool] = {}
+        shown = [
+            m
+            for m in result.found.messages
+            if seen.setdefault(m.message.topic, selectors.topic_visible(get_redis(), cluster, m.message.topic, scope))
+        ]
+        result.found.messages = shown
+    return result
 
 
-def message(cluster: Cluster, topic: str, broker: str, queue_id: int, offset: int) -> Located:
-    """Raises MessageNotFound, NoSuchTopic, RocketMQError."""
+def _require_topic(cluster: Cluster, topic: str, scope: Scope) -> None:
+    if not scope.everything and not selectors.topic_visible(get_redis(), cluster, topic, scope):
+        raise NoSuchTopic(f"the cluster {cluster.name} has no topic {topic}")
+
+
+def message(
+    cluster: Cluster, topic: str, broker: str, queue_id: int, offset: int, scope: Scope = EVERYTHING
+) -> Located:
+    """Raises MessageNotFound, NoSuchTopic (a topic outside `scope` too), RocketMQError."""
+    _require_topic(cluster, topic, scope)
     found = _on_topic(cluster, topic, lambda c: lookup.find_at(c, topic, broker, queue_id, offset))
     if not found.messages:
         raise MessageNotFound(f"no message at {found.how}: {found.note}")
     return found.messages[0]
 
 
-def track_message(cluster: Cluster, found: Located) -> Tracking:
-    """The message's track through every group of its topic, with the last poll's view of
-    each group and the console's redrives of its dead letters."""
+def track_message(cluster: Cluster, found: Located, scope: Scope = EVERYTHING) -> Tracking:
+    """The message's track through every group of its topic (that `scope` sees), with the last
+    poll's view of each group and the console's redrives of its dead letters."""
     m = found.message
     hints = selectors.hints(get_redis(), cluster, m.topic, found.broker, m.queue_id)
     tracking = run_on_cluster(cluster, lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list))
+    if not scope.everything:
+        tracking.groups = [g for g in tracking.groups if scope.sees_group(cluster.name, g.group)]
     for group in tracking.groups:
         dead = [c for c in group.copies if c.kind == "dlq"]
         if not dead:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import render
 
-from ..access import cluster_or_404, console_page
+from ..access import cluster_or_404, console_page, visible_clusters
 from ..dlq.browse import body_views
+from ..identity.grants import scope_of
 from ..inputs import text_problem
 from ..rocketmq import RocketMQError
 from ..roles import may_read_bodies
@@ -19,15 +20,15 @@ from .verdicts import LABELS
 
 @console_page
 def find_messages(request):
-    form = FindForm(request.GET or None)
+    form = FindForm(request.GET or None, cluster_names=sorted(c.name for c in visible_clusters(request)))
     context = {"form": form, "nav": "messages"}
     if not request.GET:
         return render(request, "messages/find.html", context)
     if not form.is_valid():
         return render(request, "messages/find.html", {**context, "error": form.error_text()}, status=400)
-    cluster = cluster_or_404(form.cleaned_data["cluster"])
+    cluster = cluster_or_404(request, form.cleaned_data["cluster"])
     try:
-        result = services.find(cluster, form.search())
+        result = services.find(cluster, form.search(), scope_of(request.user))
     except services.NoSuchTopic as exc:
         return render(request, "messages/find.html", {**context, "error": str(exc)}, status=404)
     except RocketMQError as exc:
@@ -44,13 +45,14 @@ def find_messages(request):
     return render(request, "messages/find.html", context)
 
 
-def locate(cluster: str, topic: str, broker: str, queue_id: int, offset: int):
-    """The cluster and the message at this position, or 404 saying why."""
+def locate(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    """The cluster and the message at this position, or 404 saying why (a topic outside the
+    user's scope as one that is not there)."""
     if not TOPIC_NAME.fullmatch(topic) or text_problem(broker) or queue_id > 65535 or offset > MAX_OFFSET:
         raise Http404("no message can be at this position: check the topic, broker, queue and offset")
-    found = cluster_or_404(cluster)
+    found = cluster_or_404(request, cluster)
     try:
-        return found, services.message(found, topic, broker, queue_id, offset)
+        return found, services.message(found, topic, broker, queue_id, offset, scope_of(request.user))
     except (services.MessageNotFound, services.NoSuchTopic) as exc:
         raise Http404(str(exc)) from None
 
@@ -58,12 +60,12 @@ def locate(cluster: str, topic: str, broker: str, queue_id: int, offset: int):
 @console_page
 def message_detail(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
     try:
-        cluster, found = locate(cluster, topic, broker, queue_id, offset)
+        cluster, found = locate(request, cluster, topic, broker, queue_id, offset)
     except RocketMQError as exc:
         return _unreadable(request, exc, "messages/message.html")
     context = {
         "cluster": cluster, "m": lookup.detail(found), "nav": "messages",
-        "body": body_views(found.message) if may_read_bodies(request.user) else None,
+        "body": body_views(found.message) if may_read_bodies(request.user, cluster.name, topic=topic) else None,
     }  # fmt: skip
     return render(request, "messages/message.html", context)
 
@@ -71,8 +73,8 @@ def message_detail(request, cluster: str, topic: str, broker: str, queue_id: int
 @console_page
 def message_track(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
     try:
-        cluster, found = locate(cluster, topic, broker, queue_id, offset)
-        tracking = services.track_message(cluster, found)
+        cluster, found = locate(request, cluster, topic, broker, queue_id, offset)
+        tracking = services.track_message(cluster, found, scope_of(request.user))
     except RocketMQError as exc:
         return _unreadable(request, exc, "messages/_track.html" if request.htmx else "messages/track.html")
     context = {"cluster": cluster, "m": lookup.row(found), "tracking": tracking, "labels": LABELS,

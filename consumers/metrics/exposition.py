@@ -130,7 +130,7 @@ def cluster_families(states: list[ClusterState]) -> list[GaugeMetricFamily]:
         polled.add_metric([name], s.polled_age)
         if s.data_age is not None:
             data.add_metric([name], s.data_age)
-        groups.add_metric([name], float(s.meta.groups))
+        groups.add_metric([name], float(s.groups))
         for b in s.meta.brokers:
             _state_set(broker, [name, b.name], BROKER_STATES, b.state)
     return [state, duration, polled, data, groups, broker]

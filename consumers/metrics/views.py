@@ -16,6 +16,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from ..access import api_view
 from ..changes.models import ChangeRequest
 from ..dlq.models import RedriveJob
+from ..identity.grants import scope_of, within
+from ..identity.scope import EVERYTHING, Scope
 from ..live import selectors, snapshots
 from ..models import Cluster
 from ..redis_client import get_redis
@@ -25,20 +27,26 @@ from .exposition import Snapshot, cluster_families, group_text, job_families
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 
-def exposition() -> bytes:
+def exposition(scope: Scope = EVERYTHING, within=None) -> bytes:
+    """Every metric, of the groups `scope` sees (a scoped token's scrape: its groups, their
+    clusters with only their groups counted, their requests and redrives; `within`: the same
+    scope as identity's database filter)."""
     redis = get_redis()
-    clusters = list(Cluster.objects.order_by("name"))
-    states = selectors.cluster_states(redis, clusters)
+    clusters = [c for c in Cluster.objects.order_by("name") if scope.everything or scope.sees_cluster(c.name)]
+    states = selectors.cluster_states(redis, clusters, scope)
     rows = selectors.with_summaries(
-        redis, selectors.group_rows(redis, clusters, {s.cluster.pk: s.meta for s in states})
+        redis, selectors.group_rows(redis, clusters, {s.cluster.pk: s.meta for s in states}, scope)
     )
     per_queue = None
     if settings.METRICS_PER_QUEUE:
         per_queue = {
-            (c.name, group): doc.queues for c in clusters for group, doc in snapshots.read_details(redis, c.pk).items()
+            (c.name, group): doc.queues
+            for c in clusters
+            for group, doc in snapshots.read_details(redis, c.pk).items()
+            if scope.sees_group(c.name, group)
         }
-    changes = ChangeRequest.objects.values_list("kind", "state").annotate(n=Count("id"))
-    redrives = RedriveJob.objects.values_list("state").annotate(n=Count("id"))
+    changes = _only(ChangeRequest.objects, within).values_list("kind", "state").annotate(n=Count("id"))
+    redrives = _only(RedriveJob.objects, within).values_list("state").annotate(n=Count("id"))
     registry = CollectorRegistry(auto_describe=False)
     families = [
         *cluster_families(states),
@@ -48,9 +56,14 @@ def exposition() -> bytes:
     return group_text(rows, per_queue=per_queue).encode() + generate_latest(registry)
 
 
+def _only(found, within):
+    return found if within is None else found.filter(within)
+
+
 @api_view
 def _for_user(request):
-    return HttpResponse(exposition(), content_type=CONTENT_TYPE)
+    body = exposition(scope_of(request.user), within(request.user))
+    return HttpResponse(body, content_type=CONTENT_TYPE)
 
 
 def _allowed_address(request) -> bool:

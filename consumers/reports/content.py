@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from ..identity.grants import scope_q
+from ..identity.scope import EVERYTHING, Scope
 from ..models import Cluster
+from ..roles import VIEW
 from ..stats.models import ClusterDay, GroupDay
 from ..stats.selectors import LOW_COVERAGE, coverage_text, days_between, output_table
 
@@ -67,6 +70,7 @@ class ReportSpec:
     last: dt.date
     granularity: str = "daily"
     group_filter: str = ""
+    scope: Scope = EVERYTHING  # the groups its maker sees
 
 
 @dataclass
@@ -155,23 +159,30 @@ def _summary(cluster: str, group: str, rows: list[dict | None]) -> dict:
     return summary
 
 
-def _matches(group: str, spec: ReportSpec) -> bool:
-    return spec.group_filter.lower() in group.lower()
+def _matches(cluster: str, group: str, spec: ReportSpec) -> bool:
+    return spec.group_filter.lower() in group.lower() and spec.scope.sees_group(cluster, group)
 
 
 def _daily_rows(spec: ReportSpec) -> list[dict]:
     keys = ["cluster", "group", "date", *(k for k, _, _ in DETAIL_COLUMNS[4:] if k != "status"), "polls"]
     keys.append("expected_polls")
+    query = spec_rows(spec)
+    return [{**row, "period": row.pop("date")} for row in query.values(*keys)]
+
+
+def spec_rows(spec: ReportSpec):
+    """The GroupDay rows of the spec: its clusters, days, group filter and maker's scope."""
     query = GroupDay.objects.filter(cluster__in=spec.clusters, date__range=(spec.first, spec.last))
     if spec.group_filter:
         query = query.filter(group__icontains=spec.group_filter)
-    return [{**row, "period": row.pop("date")} for row in query.values(*keys)]
+    within = scope_q(spec.scope, VIEW, cluster="cluster", group="group")
+    return query if within is None else query.filter(within)
 
 
 def _hourly_rows(spec: ReportSpec) -> list[dict]:
     table = output_table("group_hourly", list(spec.clusters), spec.first, spec.last)
     rows = table.to_pylist() if table is not None else []
-    return [{**row, "period": row["hour"]} for row in rows if _matches(row["group"], spec)]
+    return [{**row, "period": row["hour"]} for row in rows if _matches(row["cluster"], row["group"], spec)]
 
 
 def _cluster_coverage(spec: ReportSpec) -> dict[str, float | None]:

@@ -10,6 +10,7 @@ from io import BytesIO
 from openpyxl import Workbook
 
 from ..csvstream import csv_writer
+from ..identity.scope import EVERYTHING, Scope
 from ..live import snapshots
 from ..models import Cluster
 from .csvfile import cell
@@ -28,11 +29,11 @@ def _utc(epoch_seconds: float | None) -> dt.datetime | None:
     return None if epoch_seconds is None else dt.datetime.fromtimestamp(epoch_seconds, dt.UTC)
 
 
-def live_rows(redis, clusters: list[Cluster], group_filter: str = "") -> list[dict]:
+def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Scope = EVERYTHING) -> list[dict]:
     rows = []
     for cluster in clusters:
         for name, doc in sorted(snapshots.read_details(redis, cluster.pk).items()):
-            if group_filter.lower() not in name.lower():
+            if group_filter.lower() not in name.lower() or not scope.sees_group(cluster.name, name):
                 continue
             for queue in doc.queues:
                 status = queue.stale_reason or doc.stale_reason or ("ok" if queue.lag is not None else "unknown")

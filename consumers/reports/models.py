@@ -28,6 +28,9 @@ class Report(models.Model):
     title = models.CharField(max_length=200)
     clusters = models.JSONField(default=list)
     group_filter = models.CharField(max_length=255, blank=True, help_text="groups whose name contains this")
+    # the scope of whoever asked for it (identity.scope.to_wire): its rows are the groups they
+    # see; null: every group (an unscoped user's or a scheduled report)
+    scope = models.JSONField(null=True, blank=True)
     first = models.DateField()
     last = models.DateField()
     granularity = models.CharField(max_length=8, choices=Granularity.choices, default=Granularity.DAILY)

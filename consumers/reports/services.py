@@ -21,9 +21,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import audit, claims, jobprocess
+from ..identity import scope as scope_wire
 from ..models import Cluster
-from ..stats.models import GroupDay
-from .content import ReportSpec, build_content
+from .content import ReportSpec, build_content, spec_rows
 from .csvfile import write_csv
 from .models import Report
 from .pdf import write_pdf
@@ -59,10 +59,7 @@ def check_spec(spec: ReportSpec) -> None:
         )
     if spec.granularity == "hourly" and (spec.last - spec.first).days >= HOURLY_MAX_DAYS:
         raise ReportRefused(f"hourly reports cover at most {HOURLY_MAX_DAYS} days; ask for a daily one")
-    rows = GroupDay.objects.filter(cluster__in=spec.clusters, date__range=(spec.first, spec.last))
-    if spec.group_filter:
-        rows = rows.filter(group__icontains=spec.group_filter)
-    if not rows.exists():
+    if not spec_rows(spec).exists():
         raise ReportRefused(
             "the range is empty: no statistics for these clusters and groups between "
             f"{spec.first} and {spec.last} (the nightly job computes each day after it ends)"
@@ -84,6 +81,7 @@ def request_report(spec: ReportSpec, formats: list[str], *, user=None, trigger: 
         title=title_of(spec),
         clusters=list(spec.clusters),
         group_filter=spec.group_filter,
+        scope=scope_wire.to_wire(spec.scope),
         first=spec.first,
         last=spec.last,
         granularity=spec.granularity,
@@ -95,7 +93,14 @@ def request_report(spec: ReportSpec, formats: list[str], *, user=None, trigger: 
 
 
 def spec_of(report: Report) -> ReportSpec:
-    return ReportSpec(tuple(report.clusters), report.first, report.last, report.granularity, report.group_filter)
+    return ReportSpec(
+        tuple(report.clusters),
+        report.first,
+        report.last,
+        report.granularity,
+        report.group_filter,
+        scope_wire.from_wire(report.scope),
+    )
 
 
 def report_dir(report: Report) -> Path:

@@ -4,15 +4,17 @@ carry no message bodies, keys or client addresses."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from django.contrib import messages as flash
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from .. import audit
-from ..access import bad_request, console_action, console_page, remote_addr
+from ..access import bad_request, console_action, console_page, remote_addr, visible_clusters
 from ..csvstream import attachment
-from ..models import Cluster
+from ..identity.grants import scope_of
 from ..redis_client import get_redis
 from . import live, services
 from .forms import LiveReportForm, ReportForm
@@ -26,24 +28,33 @@ CONTENT_TYPES = {
 }
 
 
-def _names() -> list[str]:
-    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+def _names(request) -> list[str]:
+    return sorted(c.name for c in visible_clusters(request))
+
+
+def _reports(request):
+    """The reports the user may read: all of them when they see every group; otherwise their
+    own (made within their scope: a scheduled or someone else's report may hold other groups)."""
+    found = Report.objects.select_related("created_by")
+    return found if scope_of(request.user).everything else found.filter(created_by=request.user)
 
 
 @console_page
 def index(request):
-    form = ReportForm(cluster_names=_names(), initial={"clusters": _names()[:1]})
-    reports = Report.objects.select_related("created_by")[:100]
+    names = _names(request)
+    form = ReportForm(cluster_names=names, initial={"clusters": names[:1]})
+    reports = _reports(request)[:100]
     return render(request, "reports/index.html", {"nav": "reports", "form": form, "reports": reports})
 
 
 @console_action
 def create(request):
-    form = ReportForm(request.POST, cluster_names=_names())
+    form = ReportForm(request.POST, cluster_names=_names(request))
     if not form.is_valid():
         return bad_request(request, f"Invalid report: {form.errors.as_text()}")
+    spec = dataclasses.replace(form.spec(), scope=scope_of(request.user))
     try:
-        report = services.request_report(form.spec(), form.cleaned_data["formats"], user=request.user)
+        report = services.request_report(spec, form.cleaned_data["formats"], user=request.user)
     except services.ReportRefused as exc:
         return bad_request(request, f"Report refused: {exc}")
     build_report.delay(report.pk)
@@ -54,13 +65,13 @@ def create(request):
 @console_page
 def report_row(request, pk: int):
     """The report's row (state, progress bar, downloads): htmx polls it while it builds."""
-    report = get_object_or_404(Report, pk=pk)
+    report = get_object_or_404(_reports(request), pk=pk)
     return render(request, "reports/_row.html", {"report": report})
 
 
 @console_page
 def download(request, pk: int, fmt: str):
-    report = get_object_or_404(Report, pk=pk)
+    report = get_object_or_404(_reports(request), pk=pk)
     if fmt not in CONTENT_TYPES:
         raise Http404(f"no format {fmt!r}")
     try:
@@ -77,12 +88,12 @@ def report_now(request, fmt: str):
     form = LiveReportForm(request.GET)
     if fmt not in ("csv", "xlsx") or not form.is_valid():
         return bad_request(request, "Report now comes as .csv or .xlsx, with optional cluster and group_filter")
-    clusters = list(Cluster.objects.order_by("name"))
+    clusters = sorted(visible_clusters(request), key=lambda c: c.name)
     if form.cleaned_data["cluster"]:
         clusters = [c for c in clusters if c.name == form.cleaned_data["cluster"]]
         if not clusters:
             return bad_request(request, f"Unknown cluster {form.cleaned_data['cluster']!r}")
-    rows = live.live_rows(get_redis(), clusters, form.cleaned_data["group_filter"])
+    rows = live.live_rows(get_redis(), clusters, form.cleaned_data["group_filter"], scope_of(request.user))
     audit.record("report-download", username=request.user.username, remote_addr=remote_addr(request),
                  cluster=",".join(c.name for c in clusters),
                  details={"report": "now", "format": fmt, "rows": len(rows)})  # fmt: skip

@@ -11,7 +11,7 @@ from ..clusters.connect import run_on_cluster
 from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST
+from ..roles import REQUEST, VIEW
 from . import effect
 from .defects import UNDO_NOTE
 from .preview import read_preview
@@ -58,7 +58,9 @@ def _unreadable(cluster: Cluster, group: str, plan: dict) -> list[dict]:
 
 def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, reason: str, undo_of=None):
     # refused before the broker is read: no role, a read-only cluster, no reason
-    require_role(actor, REQUEST, "requesting a reset", "operator")
+    require_role(actor, REQUEST, "requesting a reset", "operator", cluster=cluster, group=group)
+    if params.get("source_group"):  # a copy reads the source group: it must be one the actor sees
+        require_role(actor, VIEW, "copying offsets", "viewer", cluster=cluster, group=params["source_group"])
     require_writable(cluster)
     require_reason(reason)
     plan = preview(cluster, group, params)

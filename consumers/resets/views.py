@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 
 from ..access import cluster_or_404, console_action, console_page, remote_addr
 from ..core import Actor, ChangeRefused
+from ..identity.grants import scope_of
 from ..live import selectors
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
@@ -34,7 +35,7 @@ def _form(request, cluster, group: str, data=None) -> ResetForm:
 
 @console_page
 def reset_form(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     form = _form(request, cluster, group)
     form.fields["strategy"].initial = "time"  # the first choice; its preview asks for the time
     context = {"cluster": cluster, "group": group, "form": form, "nav": "groups"}
@@ -46,7 +47,7 @@ def reset_preview(request, cluster: str, group: str):
     """The preview table for the strategy and parameters in the query string (a fragment).
     Input that makes no reset yet (empty, or refused) is answered 200 with the prompt or the
     message in the box; only a broker that cannot be read is an error status (502)."""
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     form = _form(request, cluster, group, request.GET)
     context = {"cluster": cluster, "group": group}
     if not form.is_valid():
@@ -57,6 +58,9 @@ def reset_preview(request, cluster: str, group: str):
     try:
         params = form.params()
         validate_params(params, now_ms=int(time.time() * 1000))  # refused here, before the broker is read
+        source = params.get("source_group")
+        if source and not scope_of(request.user).sees_group(cluster.name, source):
+            raise InvalidReset(f"no group {source} in {cluster.name}")  # as for a group that is not there
         plan = services.preview(cluster, group, params)
     except InvalidReset as exc:
         return render(request, "resets/_preview.html", {**context, "error": str(exc)})
@@ -67,7 +71,7 @@ def reset_preview(request, cluster: str, group: str):
 
 @console_action
 def reset_create(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     form = _form(request, cluster, group, request.POST)
     context = {"cluster": cluster, "group": group, "form": form, "nav": "groups"}
     if not form.is_valid():

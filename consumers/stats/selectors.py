@@ -45,9 +45,13 @@ def cluster_totals(cluster: str, first: dt.date, last: dt.date) -> dict[dt.date,
     return {row["date"]: row for row in rows}
 
 
-def top_lists(cluster: str, first: dt.date, last: dt.date, limit: int = 10) -> dict[str, list[tuple[str, float]]]:
-    """Over the period: worst daily p95 lag seconds, total breach minutes, total DLQ arrivals."""
-    period = GroupDay.objects.filter(cluster=cluster, date__range=(first, last)).values("group")
+def top_lists(
+    cluster: str, first: dt.date, last: dt.date, limit: int = 10, within=None
+) -> dict[str, list[tuple[str, float]]]:
+    """Over the period: worst daily p95 lag seconds, total breach minutes, total DLQ arrivals
+    (of the groups `within` lets through: identity's filter on cluster and group; None: all)."""
+    period = GroupDay.objects.filter(cluster=cluster, date__range=(first, last))
+    period = (period if within is None else period.filter(within)).values("group")
     lists = {
         "lag_seconds_p95": period.annotate(value=Max("lag_seconds_p95")),
         "breach_minutes": period.annotate(value=Sum("breach_minutes")),
@@ -86,8 +90,14 @@ def health_cells(cluster: str, group: str, first: dt.date, last: dt.date) -> dic
     return cells
 
 
-def recent_runs(limit: int = 50) -> list[StatsRun]:
-    return list(StatsRun.objects.select_related("requested_by")[:limit])
+def recent_runs(limit: int = 50, clusters: list[str] | None = None) -> list[StatsRun]:
+    """The latest runs; with `clusters`, those that computed one of them (a scoped user's)."""
+    found = StatsRun.objects.select_related("requested_by")
+    if clusters is None:
+        return list(found[:limit])
+    wanted = set(clusters)
+    # the clusters are a JSON list, which SQLite cannot filter on: the latest runs, filtered here
+    return [run for run in found[: limit * 10] if wanted & set(run.clusters or [])][:limit]
 
 
 def coverage_gaps(days: list, coverage: dict) -> tuple[list, list]:

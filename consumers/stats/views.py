@@ -9,9 +9,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from ..access import bad_request, cluster_or_404, console_action, console_page
-from ..models import Cluster
-from ..roles import REQUEST, perm
+from ..access import bad_request, cluster_or_404, console_action, console_page, visible_clusters, within
+from ..identity.grants import scope_of
+from ..roles import REQUEST, VIEW
 from . import charts, selectors
 from .forms import PRESETS, PeriodForm, RunForm
 from .models import StatsRun
@@ -29,13 +29,15 @@ def _period(request):
 
 @console_page
 def overview(request):
-    clusters = list(Cluster.objects.all())
+    clusters = visible_clusters(request)
     name = request.GET.get("cluster") or (clusters[0].name if clusters else None)
-    cluster = cluster_or_404(name) if name else None
+    cluster = cluster_or_404(request, name) if name else None
     form, period = _period(request)
     if period is None:
         return bad_request(request, f"Invalid period: {form.errors.as_text()}")
     first, last, _ = period
+    scope = scope_of(request.user)
+    mine = within(request.user, cluster="cluster", group="group")
     context = {
         "nav": "stats",
         "clusters": clusters,
@@ -44,11 +46,14 @@ def overview(request):
         "first": first,
         "last": last,
         "query": request.GET.urlencode(),
-        "top_sections": _top_sections(selectors.top_lists(cluster.name, first, last)) if cluster else [],
+        "top_sections": _top_sections(selectors.top_lists(cluster.name, first, last, within=mine)) if cluster else [],
+        # a cluster's totals count every team's groups: for those who see all of them
+        "cluster_totals": bool(cluster) and scope.may_all_groups(VIEW, cluster.name),
+        "may_run": bool(cluster) and scope.may_all_groups(REQUEST, cluster.name),
         "period_presets": PRESETS,
         "period_hidden": [("cluster", cluster.name)] if cluster else [],
         "nightly_at": settings.STATS_NIGHTLY_AT,
-        "runs": selectors.recent_runs(5),
+        "runs": selectors.recent_runs(5, clusters=_run_clusters(request)),
         "run_form": RunForm(initial={"first": last, "last": last, "cluster": name}),
     }
     return render(request, "stats/overview.html", context)
@@ -65,7 +70,9 @@ def _top_sections(top: dict) -> list[tuple]:
 
 @console_page
 def cluster_charts(request, cluster: str):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster)
+    if not scope_of(request.user).may_all_groups(VIEW, cluster.name):
+        raise Http404(f"No totals of {cluster.name} for you: they count groups outside your scope")
     form, period = _period(request)
     if period is None:
         return JsonResponse({"error": form.errors.as_text()}, status=400)
@@ -78,7 +85,7 @@ def cluster_charts(request, cluster: str):
 
 @console_page
 def group_charts(request, cluster: str, group: str):
-    cluster = cluster_or_404(cluster)
+    cluster = cluster_or_404(request, cluster, group)
     form, period = _period(request)
     if period is None:
         return JsonResponse({"error": form.errors.as_text()}, status=400)
@@ -92,7 +99,7 @@ def group_charts(request, cluster: str, group: str):
 
 @console_page
 def jobs(request):
-    runs = selectors.recent_runs(100)
+    runs = selectors.recent_runs(100, clusters=_run_clusters(request))
     active = any(run.state in (StatsRun.State.QUEUED, StatsRun.State.RUNNING) for run in runs)
     template = "stats/_runs.html" if request.htmx else "stats/jobs.html"
     return render(request, template, {"nav": "stats", "runs": runs, "active": active})
@@ -102,6 +109,8 @@ def jobs(request):
 def job_log(request, pk: int):
     """The latest attempt's log, or ?attempt=N's (each attempt of a run keeps its own)."""
     run = get_object_or_404(StatsRun, pk=pk)
+    if not _sees_run(request, run):
+        raise Http404(f"No statistics run #{pk}")
     attempt = request.GET.get("attempt", "")
     if attempt and not (attempt.isdigit() and 1 <= int(attempt) <= run.attempt):
         raise Http404(f"{run} has no attempt {attempt}")
@@ -111,12 +120,17 @@ def job_log(request, pk: int):
 
 @console_action
 def start_run(request):
-    if not request.user.has_perm(perm(REQUEST)):
+    if not scope_of(request.user).may_somewhere(REQUEST):
         raise PermissionDenied("starting a statistics run needs the operator role")
     form = RunForm(request.POST)
     if not form.is_valid():
         return bad_request(request, f"Invalid run: {form.errors.as_text()}")
     data = form.cleaned_data
+    # a run computes every group of its cluster (of all of them, without one)
+    if not scope_of(request.user).may_all_groups(REQUEST, data["cluster"] or None):
+        raise PermissionDenied(
+            "a statistics run computes every group of the cluster: it needs the operator role on all of them"
+        )
     try:
         run = request_run(RunRequest(data["first"], data["last"], data["cluster"] or None), trigger="page",
                           user=request.user)  # fmt: skip
@@ -125,3 +139,16 @@ def start_run(request):
     run_statistics.delay(run.pk)
     flash.success(request, f"{run} queued.")
     return redirect("consumers:stats-jobs")
+
+
+def _run_clusters(request) -> list[str] | None:
+    """The clusters whose statistics runs the user sees (None: every run, site-wide ones too)."""
+    scope = scope_of(request.user)
+    if scope.everything:
+        return None
+    return [c.name for c in visible_clusters(request)]
+
+
+def _sees_run(request, run: StatsRun) -> bool:
+    shown = _run_clusters(request)
+    return shown is None or bool(set(shown) & set(run.clusters or []))

@@ -22,6 +22,12 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     last_used_from = models.CharField(max_length=64, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # a narrower scope than its owner's (identity/scope.py): a role and patterns; both the
+    # owner's grants and these must allow. No role: the token acts with all of its owner's.
+    role = models.CharField(max_length=16, blank=True)
+    clusters = models.CharField(max_length=500, default="*")
+    groups = models.CharField(max_length=1000, default="*")
+    topics = models.CharField(max_length=1000, blank=True)
 
     class Meta:
         app_label = "consumers"
@@ -29,6 +35,13 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…) of {self.user}"
+
+    @property
+    def scope_text(self) -> str:
+        if not self.role:
+            return "all of its owner's"
+        topics = f", topics {self.topics}" if self.topics else ""
+        return f"{self.role} on {self.clusters} / {self.groups}{topics}"
 
     @property
     def state(self) -> str:

@@ -10,6 +10,8 @@ import secrets
 from django.utils import timezone
 
 from .. import audit
+from ..identity.grants import PatternError, rule_of, scope_of
+from ..identity.scope import Rule
 from .models import ApiToken
 
 PREFIX = "rmqc_"
@@ -21,13 +23,33 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(user, *, name: str, days: int | None, remote_addr: str = "") -> tuple[ApiToken, str]:
-    """A new token; the secret is returned once and never stored."""
+class TokenRefused(ValueError):
+    pass
+
+
+def create(
+    user, *, name: str, days: int | None, remote_addr: str = "", rule: Rule | None = None
+) -> tuple[ApiToken, str]:
+    """A new token, with all of the owner's rights or (`rule`) a narrower role and scope,
+    refused when it is wider than theirs; the secret is returned once and never stored."""
+    if rule is not None and not scope_of(user).covers(rule):
+        raise TokenRefused(
+            f"a token cannot have more than you: you hold no {rule.role} grant covering "
+            f"clusters {', '.join(rule.clusters)}, groups {', '.join(rule.groups)}"
+            + (f", topics {', '.join(rule.topics)}" if rule.topics else "")
+        )
     prefix = secrets.token_hex(4)
     secret = f"{PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     expires = timezone.now() + dt.timedelta(days=days) if days else None
-    token = ApiToken.objects.create(user=user, name=name, prefix=prefix, digest=_digest(secret), expires_at=expires)
-    details = {"token": prefix, "name": name, "expires_at": expires.isoformat() if expires else None}
+    scoped = {}
+    if rule is not None:
+        scoped = {"role": rule.role, "clusters": " ".join(rule.clusters), "groups": " ".join(rule.groups),
+                  "topics": " ".join(rule.topics)}  # fmt: skip
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=prefix, digest=_digest(secret), expires_at=expires, **scoped
+    )
+    details = {"token": prefix, "name": name, "expires_at": expires.isoformat() if expires else None,
+               "scope": token.scope_text}  # fmt: skip
     audit.record("api-token-create", username=user.get_username(), remote_addr=remote_addr, details=details)
     return token, secret
 
@@ -64,7 +86,13 @@ def user_for(secret: str, *, remote_addr: str = ""):
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now, last_used_from=remote_addr[:64])
-    return token.user
+    user = token.user
+    if token.role:  # the token's own scope: identity's scope_of applies it over the owner's
+        try:
+            user._console_token_rule = rule_of(token)
+        except PatternError:  # checked when it was made: a token that says nothing clear is refused
+            return None
+    return user
 
 
 def tokens_of(user) -> list[ApiToken]:

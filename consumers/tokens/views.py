@@ -8,6 +8,9 @@ from django.contrib import messages as flash
 from django.shortcuts import redirect, render
 
 from ..access import console_action, console_page, remote_addr
+from ..identity.grants import PatternError, patterns
+from ..identity.scope import EVERY, Rule
+from ..roles import ROLES
 from . import services
 
 
@@ -15,6 +18,30 @@ class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="what the token is for, e.g. 'nightly lag export'")
     days = forms.IntegerField(required=False, min_value=1, max_value=3650, initial=90, label="expires after (days)",
                               help_text="empty: never expires")  # fmt: skip
+    role = forms.ChoiceField(
+        required=False,
+        choices=[("", "all of mine"), *((role, role) for role in ROLES)],
+        help_text="a read-only script needs viewer",
+    )
+    clusters = forms.CharField(max_length=500, required=False, initial="*", help_text="names or globs; * for all")
+    groups = forms.CharField(max_length=1000, required=False, initial="*", help_text="consumer group globs")
+    topics = forms.CharField(max_length=1000, required=False, initial="*", help_text="topic globs (message pages)")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("role"):
+            data["rule"] = None
+            return data
+        try:
+            data["rule"] = Rule(
+                data["role"],
+                patterns(data.get("clusters", ""), blank=EVERY),
+                patterns(data.get("groups", ""), blank=EVERY),
+                patterns(data.get("topics", "")),
+            )
+        except PatternError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
 
 
 def _page(request, form, *, secret: str | None = None, status: int = 200):
@@ -32,8 +59,12 @@ def token_create(request):
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, form, status=400)
-    _, secret = services.create(request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"],
-                                remote_addr=remote_addr(request))  # fmt: skip
+    try:
+        _, secret = services.create(request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"],
+                                    remote_addr=remote_addr(request), rule=form.cleaned_data["rule"])  # fmt: skip
+    except services.TokenRefused as exc:
+        form.add_error(None, str(exc))
+        return _page(request, form, status=403)
     return _page(request, TokenForm(), secret=secret)
 
 

@@ -17,7 +17,7 @@ from django.test import Client
 
 from consumers.changes.models import AuditEvent
 from consumers.identity import oidc
-from consumers.identity.models import IdpAccount
+from consumers.identity.models import Grant, IdpAccount
 from devstack.keycloak import realm
 from tests.support.oidc import KeycloakBrowser, code_flow
 
@@ -160,3 +160,39 @@ def test_logout_ends_the_keycloak_session_too(console, sso):
     assert browser.login_form(start(Client(HTTP_HOST=HOST))) is not None  # the password is asked again
     assert console.get("/").status_code == 302
     assert [e.details["method"] for e in AuditEvent.objects.filter(action="logout")] == ["oidc"]
+
+
+def test_a_member_removed_from_the_team_loses_its_grant_before_the_next_write(console, sso, settings):
+    """Membership is read again from Keycloak before every write, and for reads once it is older
+    than OIDC_RECHECK_SECONDS: removed from payments there, alice is refused at her next write
+    (audited), and at her next read once the bound has passed."""
+    Grant.objects.create(subject_kind="idp_group", subject="payments", role="viewer", clusters="*", groups="*")
+    sign_in(console, sso, "alice")
+    assert console.get("/account/tokens/").status_code == 200  # a viewer through the team's grant
+    sso.set_membership("alice", "payments", False)
+    try:
+        assert console.get("/account/tokens/").status_code == 200  # a read within the bound: the groups last known
+        refused = console.post("/account/tokens/new/", {"name": "script", "days": "1"})
+        assert refused.status_code == 403
+        changed = AuditEvent.objects.get(action="idp-groups-changed")
+        assert (changed.username, changed.details["removed"]) == ("alice", ["payments"])
+        assert AuditEvent.objects.filter(action="write-refused", username="alice").exists()
+        assert console.get("/account/tokens/").status_code == 403
+        sso.set_membership("alice", "payments", True)
+        settings.OIDC_RECHECK_SECONDS = 0  # every read re-reads it now: back in the team, back in
+        assert console.get("/account/tokens/").status_code == 200
+    finally:
+        sso.set_membership("alice", "payments", True)
+
+
+def test_a_session_ended_at_keycloak_ends_in_the_console_at_the_next_check(console, sso, settings):
+    Grant.objects.create(subject_kind="user", subject="bob", role="viewer", clusters="*", groups="*")
+    sign_in(console, sso, "bob")
+    assert console.get("/account/tokens/").status_code == 200
+    sso.admin("POST", f"/users/{sso.user_id('bob')}/logout")  # an administrator signs bob out everywhere
+    settings.OIDC_RECHECK_SECONDS = 0
+    answer = console.get("/account/tokens/")
+    assert answer.status_code == 302 and answer["Location"].startswith("/login/")
+    ended = AuditEvent.objects.filter(action="logout").last()
+    assert ended.details["ended_by"] == "identity provider"
+    assert console.get("/account/tokens/").status_code == 302  # signed out for good

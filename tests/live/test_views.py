@@ -105,8 +105,8 @@ def test_bad_filters_get_a_clear_400_that_lists_the_valid_values(viewer_client, 
 
 def test_the_list_costs_a_fixed_number_of_queries(viewer_client, east, django_assert_num_queries):
     viewer_client.get("/groups/")  # warm the session
-    # session, user, permissions (2), clusters, the user's role names and the firing alerts for the header
-    with django_assert_num_queries(7):
+    # session, user, the user's groups and grants (their scope), clusters, the firing alerts for the header
+    with django_assert_num_queries(6):
         viewer_client.get("/groups/")
 
 
@@ -122,7 +122,7 @@ def test_the_group_page_shows_every_queue_health_and_clients(viewer_client, east
 
 def test_the_group_page_costs_a_fixed_number_of_queries(viewer_client, east, django_assert_num_queries):
     viewer_client.get("/groups/east/orders/")
-    with django_assert_num_queries(8):  # session, user, permissions (2), the cluster, role names, firing alerts (2)
+    with django_assert_num_queries(7):  # session, user, groups and grants (the scope), the cluster, firing alerts (2)
         viewer_client.get("/groups/east/orders/")
 
 

@@ -35,7 +35,7 @@ def east(db, redis, monkeypatch):
     Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:1")
     asked = []
 
-    def find(cluster, search):
+    def find(cluster, search, scope=None):
         asked.append(search)
         if search.topic == "missing":
             raise services.NoSuchTopic("the cluster east has no topic missing")
@@ -45,7 +45,7 @@ def east(db, redis, monkeypatch):
             return services.Result(page=lookup.TimePage([located()], 40, {"broker-a#0": 6}, True))
         return services.Result(lookup.Found("key order-7 in orders", [located()]))
 
-    def message(cluster, topic, broker, queue_id, offset):
+    def message(cluster, topic, broker, queue_id, offset, scope=None):
         if offset != 5:
             raise services.MessageNotFound(f"no message at offset {offset}")
         return located()
@@ -58,7 +58,7 @@ def east(db, redis, monkeypatch):
     ], [], 1_700_000_100.0)  # fmt: skip
     monkeypatch.setattr("consumers.messages.services.find", find)
     monkeypatch.setattr("consumers.messages.services.message", message)
-    monkeypatch.setattr("consumers.messages.services.track_message", lambda cluster, found: tracking)
+    monkeypatch.setattr("consumers.messages.services.track_message", lambda cluster, found, scope=None: tracking)
     return asked
 
 
