@@ -29,3 +29,7 @@ class ConsumersConfig(AppConfig):
 
         user_locked_out.connect(audit_lockout, dispatch_uid="consumers.lockout.audit")
         user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.lockout.reset")
+        # the user's saved language into the session (consumers/languages/)
+        from .languages.preferences import on_login
+
+        user_logged_in.connect(on_login, dispatch_uid="consumers.languages.login")

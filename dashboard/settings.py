@@ -120,9 +120,14 @@ MIDDLEWARE = [
     # static files from the web server itself (no separate file server needed)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # the language of a request: the language cookie, else the browser's Accept-Language, else
+    # LANGUAGE_CODE (after the session, before CommonMiddleware; see consumers/languages/)
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # ...and for a signed-in user, the language saved on the user wins over both
+    "consumers.languages.middleware.UserLanguageMiddleware",
     # every page needs a login unless its view is marked @login_not_required
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     # single sign-on sessions: team membership read again from the provider (and refused writes audited)
@@ -150,6 +155,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "consumers.context_processors.roles",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -210,9 +216,16 @@ PASSWORD_LOGIN = env_bool("PASSWORD_LOGIN", True)
 if not PASSWORD_LOGIN and not OIDC_ISSUER:
     raise ImproperlyConfigured("PASSWORD_LOGIN is off and OIDC_ISSUER is not set: nobody could log in")
 
-LANGUAGE_CODE = "en-us"
+# English and Simplified Chinese (locale/zh_Hans/, whose terms follow locale/zh_Hans/GLOSSARY.md).
+# LANGUAGE_CODE is the site default: for visitors whose browser asks for neither, and for alert
+# notifications to recipients whose language is unknown.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LANGUAGE_CODE = env_str("LANGUAGE_CODE", "en")
+if LANGUAGE_CODE not in {code for code, _ in LANGUAGES}:
+    raise ImproperlyConfigured(f"LANGUAGE_CODE must be one of en, zh-hans, not {LANGUAGE_CODE!r}")
+LOCALE_PATHS = [ASSETS_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"

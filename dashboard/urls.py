@@ -1,8 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from consumers import probes
 from consumers.identity import views as identity
+from consumers.languages import views as languages
 
 urlpatterns = [
     path("login/", identity.LoginView.as_view(), name="login"),
@@ -15,6 +17,9 @@ urlpatterns = [
     # probes for load balancers and orchestrators: no login, no names (consumers/probes.py)
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),
+    # the language switch of the header (saved on the user), and the translations of static/js/
+    path("language/", languages.set_language, name="set-language"),
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["consumers"]), name="javascript-catalog"),
     path("", include("consumers.urls")),
 ]
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the demo ("demo") or the test suite ("test") needs. Idempotent:
 # installs missing Debian packages (when run as root), creates .venv with the exact pins of
-# requirements.txt, resolves Apache RocketMQ and builds the traffic harness with Maven, and
-# fetches Keycloak (tests, and the demo with DEMO_SSO).
+# requirements.txt, compiles the translations, resolves Apache RocketMQ and builds the traffic
+# harness with Maven, and fetches Keycloak (tests, and the demo with DEMO_SSO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 purpose=${1:-demo}
@@ -11,6 +11,7 @@ missing=()
 command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v msgfmt >/dev/null || missing+=(gettext)  # compilemessages (the Chinese interface)
 if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v pdftotext >/dev/null || missing+=(poppler-utils)  # the PDF report tests read the PDFs
@@ -49,6 +50,10 @@ if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$wanted" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
   echo "$wanted" > .venv/.requirements.sha256
 fi
+
+# the translations (locale/*/LC_MESSAGES/*.po) compiled to the .mo files Django reads; the .mo
+# files are build output, not kept in git
+DEBUG=true .venv/bin/python manage.py compilemessages --ignore=.venv --ignore=.cache -v 0
 
 # RocketMQ 5.3.3 jars and the harness jar, cached under .cache/ (offline after the first run)
 .venv/bin/python -c "from devstack.runtime import ensure_runtime; ensure_runtime()"

@@ -44,7 +44,7 @@ def test_the_wheel_holds_the_two_packages_with_templates_and_static_files_and_no
         for path in (CHECKOUT / package).rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
-    for folder in ("templates", "static"):
+    for folder in ("templates", "static", "locale"):
         expected |= {f"dashboard/{p.relative_to(CHECKOUT)}" for p in (CHECKOUT / folder).rglob("*") if p.is_file()}
     with zipfile.ZipFile(installed_console.wheel) as wheel:
         names = {name for name in wheel.namelist() if ".dist-info/" not in name}

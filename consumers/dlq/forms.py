@@ -10,6 +10,7 @@ import json
 from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext_lazy as _
 
 from .browse import Selection
 from .models import RedriveJob
@@ -24,16 +25,16 @@ def _ms(moment: dt.datetime | None) -> int | None:
 
 
 class DlqFilterForm(forms.Form):
-    since = forms.DateTimeField(required=False, label="from (UTC)", **DATETIME,
+    since = forms.DateTimeField(required=False, label=_("from (UTC)"), **DATETIME,
                                 widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
-    until = forms.DateTimeField(required=False, label="to (UTC)", **DATETIME,
+    until = forms.DateTimeField(required=False, label=_("to (UTC)"), **DATETIME,
                                 widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
-    key = forms.CharField(required=False, max_length=255)
-    tag = forms.CharField(required=False, max_length=255)
-    msg_id = forms.CharField(required=False, max_length=128, label="message id")
-    original_topic = forms.CharField(required=False, max_length=255)
-    job = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="came back after job #")
-    body = forms.CharField(required=False, max_length=255, label="body contains")
+    key = forms.CharField(required=False, max_length=255, label=_("Key"))
+    tag = forms.CharField(required=False, max_length=255, label=_("Tag"))
+    msg_id = forms.CharField(required=False, max_length=128, label=_("message id"))
+    original_topic = forms.CharField(required=False, max_length=255, label=_("Original topic"))
+    job = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label=_("came back after job #"))
+    body = forms.CharField(required=False, max_length=255, label=_("body contains"))
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, data=None, *, can_read_bodies: bool, strict: bool = False):
@@ -94,15 +95,20 @@ def encode_cursor(cursor: dict) -> str:
 
 
 class RedriveForm(forms.Form):
-    target = forms.ChoiceField(choices=RedriveJob.Target.choices)
+    target = forms.ChoiceField(label=_("Target"), choices=RedriveJob.Target.choices)
     target_topic = forms.CharField(required=False, max_length=255)
-    rate = forms.IntegerField(min_value=1, initial=settings.REDRIVE_DEFAULT_RATE, help_text="messages per second")
-    reason = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
-    ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                          help_text="optional: only these message ids (one per line)")  # fmt: skip
+    rate = forms.IntegerField(
+        label=_("Rate"), min_value=1, initial=settings.REDRIVE_DEFAULT_RATE, help_text=_("messages per second")
+    )
+    reason = forms.CharField(
+        required=False, label=_("Reason"), max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    ids = forms.CharField(required=False, label=_("Ids"), widget=forms.Textarea(attrs={"rows": 2}),
+                          help_text=_("optional: only these message ids (one per line)"))  # fmt: skip
     accept_unreadable = forms.BooleanField(
-        required=False, label="Readable brokers only",
-        help_text="if a broker holding the DLQ cannot be read, redrive what the others hold and leave its dead letters",
+        required=False, label=_("Readable brokers only"),
+        help_text=_("if a broker holding the DLQ cannot be read, redrive what the others hold "
+                    "and leave its dead letters"),
     )  # fmt: skip
 
     def clean_rate(self) -> int:

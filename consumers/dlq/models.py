@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class RedriveJob(models.Model):
@@ -25,9 +26,9 @@ class RedriveJob(models.Model):
         REJECTED = "rejected"
 
     class Target(models.TextChoices):
-        GROUP = "group", "back to this group only (its retry topic)"
-        ORIGINAL = "original", "the original topic (every subscribing group)"
-        TOPIC = "topic", "another topic"
+        GROUP = "group", _("back to this group only (its retry topic)")
+        ORIGINAL = "original", _("the original topic (every subscribing group)")
+        TOPIC = "topic", _("another topic")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="redrive_jobs")
     group = models.CharField(max_length=255)

@@ -6,6 +6,7 @@ import json
 
 import plotly.graph_objects as go
 import pyarrow as pa
+from django.utils.translation import gettext as _
 
 
 def lag_figure(history: pa.Table, *, group: str, hours: int) -> dict:
@@ -13,13 +14,15 @@ def lag_figure(history: pa.Table, *, group: str, hours: int) -> dict:
     times = [t.isoformat() for t in history.column("ts").to_pylist()] if history.num_rows else []
     figure = go.Figure()
     figure.add_trace(
-        go.Scatter(x=times, y=history.column("lag").to_pylist() if times else [], name="lag (messages)", mode="lines")
+        go.Scatter(
+            x=times, y=history.column("lag").to_pylist() if times else [], name=_("lag (messages)"), mode="lines"
+        )
     )
     figure.add_trace(
         go.Scatter(
             x=times,
             y=history.column("retry_lag").to_pylist() if times else [],
-            name="retry lag (messages)",
+            name=_("retry lag (messages)"),
             mode="lines",
             line={"dash": "dot"},
         )
@@ -28,18 +31,21 @@ def lag_figure(history: pa.Table, *, group: str, hours: int) -> dict:
         go.Scatter(
             x=times,
             y=history.column("lag_seconds_max").to_pylist() if times else [],
-            name="lag (seconds, worst queue)",
+            name=_("lag (seconds, worst queue)"),
             mode="lines",
             yaxis="y2",
         )
     )
     figure.update_layout(
-        title={"text": f"{group}: lag over the last {hours} h", "font": {"size": 14}},
+        title={
+            "text": _("%(group)s: lag over the last %(hours)s h") % {"group": group, "hours": hours},
+            "font": {"size": 14},
+        },
         margin={"l": 60, "r": 60, "t": 40, "b": 40},
         height=320,
         legend={"orientation": "h", "y": -0.2},
-        yaxis={"title": "messages", "rangemode": "tozero"},
-        yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        yaxis={"title": _("messages"), "rangemode": "tozero"},
+        yaxis2={"title": _("seconds"), "overlaying": "y", "side": "right", "rangemode": "tozero"},
         xaxis={"type": "date"},
     )
     result = json.loads(figure.to_json())
@@ -53,7 +59,8 @@ def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50) -> 
     figure = go.Figure()
     hourly = timeline.per_hour()
     figure.add_trace(go.Bar(x=[h.isoformat() for h, _ in hourly], y=[n for _, n in hourly],
-                            name="changes per hour", yaxis="y2", opacity=0.35, xperiod=3600000))  # fmt: skip
+                            name=_("changes per hour"), yaxis="y2", opacity=0.35, xperiod=3600000))  # fmt: skip
+    nobody = _("nobody")
     for client in [*timeline.clients, None]:
         took = [c for c in timeline.changes if c.after == client]
         if not took:
@@ -63,19 +70,23 @@ def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50) -> 
                 x=[c.at.isoformat() for c in took],
                 y=[c.queue for c in took],
                 mode="markers",
-                name=client or "released (nobody)",
-                text=[f"{c.queue}: {c.before or 'nobody'} → {c.after or 'nobody'}" for c in took],
+                name=client or _("released (nobody)"),
+                text=[f"{c.queue}: {c.before or nobody} → {c.after or nobody}" for c in took],
                 hoverinfo="text+x",
                 marker={"size": 9, "symbol": "circle" if client else "x"},
             )
         )
     figure.update_layout(
-        title={"text": f"{group}: queue allocation changes over the last {hours} h", "font": {"size": 14}},
+        title={
+            "text": _("%(group)s: queue allocation changes over the last %(hours)s h")
+            % {"group": group, "hours": hours},
+            "font": {"size": 14},
+        },
         margin={"l": 60, "r": 60, "t": 40, "b": 40},
         height=360,
         legend={"orientation": "h", "y": -0.25},
         yaxis={"type": "category", "automargin": True},
-        yaxis2={"title": "changes per hour", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        yaxis2={"title": _("changes per hour"), "overlaying": "y", "side": "right", "rangemode": "tozero"},
         xaxis={"type": "date"},
     )
     result = json.loads(figure.to_json())

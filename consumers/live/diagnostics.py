@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 from ..rocketmq import GroupProgress
 from ..rocketmq.codes import RETRY_PREFIX
 
@@ -68,13 +70,14 @@ def message_model(progress: GroupProgress) -> str | None:
 
 
 # how a group's clients consume, from what brokers and proxies report of them
+# in English; pages translate them (templatetags/console.py: consumption_label)
 CONSUMPTION = {
-    "grpc-simple": "gRPC SimpleConsumer (POP, via proxy)",
-    "grpc-push": "gRPC PushConsumer (POP, via proxy)",
-    "push": "push (remoting)",
-    "pull": "pull (remoting)",
-    "pop": "POP (remoting)",
-    "mixed": "mixed: remoting clients and gRPC clients (via proxy)",
+    "grpc-simple": gettext_noop("gRPC SimpleConsumer (POP, via proxy)"),
+    "grpc-push": gettext_noop("gRPC PushConsumer (POP, via proxy)"),
+    "push": gettext_noop("push (remoting)"),
+    "pull": gettext_noop("pull (remoting)"),
+    "pop": gettext_noop("POP (remoting)"),
+    "mixed": gettext_noop("mixed: remoting clients and gRPC clients (via proxy)"),
 }
 
 

@@ -7,18 +7,32 @@ import binascii
 import json
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .health import SEVERITY
 from .selectors import SORT_KEYS
 
+# the sort keys (the API's `sort` values) in words, for the page's select
+SORT_LABELS = {
+    "lag": _("lag"),
+    "lag_seconds": _("lag (s)"),
+    "tps": _("consume TPS"),
+    "retry": _("retry lag"),
+    "dlq": _("DLQ"),
+    "health": _("health"),
+    "age": _("data age"),
+    "group": _("group"),
+    "cluster": _("cluster"),
+}
+
 
 class GroupFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=255, label="Search")
+    q = forms.CharField(required=False, max_length=255, label=_("Search"))
     cluster = forms.ChoiceField(required=False)
-    health = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in SEVERITY])
-    topic = forms.CharField(required=False, max_length=255)
-    sort = forms.ChoiceField(required=False, choices=[(k, k) for k in SORT_KEYS])
-    dir = forms.ChoiceField(required=False, choices=[("desc", "descending"), ("asc", "ascending")])
+    health = forms.ChoiceField(required=False, choices=[("", _("any"))] + [(s, s) for s in SEVERITY])
+    topic = forms.CharField(required=False, max_length=255, label=_("Topic"))
+    sort = forms.ChoiceField(required=False, choices=[(k, SORT_LABELS.get(k, k)) for k in SORT_KEYS])
+    dir = forms.ChoiceField(required=False, choices=[("desc", _("descending")), ("asc", _("ascending"))])
     page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
     cursor = forms.CharField(required=False, max_length=2000, help_text="the API's next_cursor")
     limit = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text="rows per page (API)")
@@ -41,7 +55,7 @@ class GroupFilterForm(forms.Form):
 
     def __init__(self, data, *, cluster_names: list[str]):
         super().__init__(data)
-        self.fields["cluster"].choices = [("", "all")] + [(n, n) for n in cluster_names]
+        self.fields["cluster"].choices = [("", _("all"))] + [(n, n) for n in cluster_names]
         for field in self.fields.values():
             if isinstance(field, forms.ChoiceField):
                 valid = ", ".join(value or "(empty)" for value, _ in field.choices)

@@ -14,6 +14,43 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_noop
+
+# The evidence sentences, in English: the snapshot documents, the API and the alerts keep them so
+# (one document serves every reader); pages show them in the reader's language, parsed back by
+# these formats (consumers/languages/evidence.py). Numbers go in already formatted.
+NO_POLL_YET = gettext_noop("no poll has read this group yet")
+OFFSETS_UNREAD = gettext_noop("the last poll could not read this group's offsets")
+PART_UNREAD = gettext_noop("part of the group could not be read in the last poll (see problems)")
+EXPIRED = gettext_noop(
+    "%(count)s queue(s) have a consumer offset below the broker's min offset (%(queues)s): "
+    "messages were lost to retention"
+)
+STOPPED = gettext_noop("no client is online and lag is %(lag)s")
+CONSUMING = gettext_noop("lag %(lag)s, consuming")
+STALLED = gettext_noop("clients online but %(queue)s has stayed at offset %(offset)s with lag %(lag)s for %(seconds)ss")
+STALLED_MORE = gettext_noop(
+    "clients online but %(queue)s has stayed at offset %(offset)s with lag %(lag)s for %(seconds)ss "
+    "and %(more)s more queue(s)"
+)
+DLQ_GROWING = gettext_noop("%(grown)s new dead letter(s) in %(seconds)ss (now %(now)s)")
+RETRY_STORM = gettext_noop(
+    "%(grown)s messages went back for redelivery in %(seconds)ss (failed, or timed out in flight: a client "
+    "that left holding messages sends them back too) (%(rate)s/min, threshold %(threshold)s/min)"
+)
+REBALANCE_STORM = gettext_noop(
+    "the queue allocation changed at %(changes)s polls in %(seconds)ss (threshold %(limit)s): "
+    "see the allocation timeline"
+)
+LAG_GREW = gettext_noop("lag grew from %(start)s to %(end)s over %(seconds)ss")
+LAG_FELL = gettext_noop("lag fell from %(start)s to %(end)s over %(seconds)ss")
+NO_LAG = gettext_noop("no lag")
+IDLE = gettext_noop("no lag and no consumption in %(seconds)ss")
+EVIDENCE_FORMATS = (
+    NO_POLL_YET, OFFSETS_UNREAD, PART_UNREAD, EXPIRED, STOPPED, CONSUMING, STALLED, STALLED_MORE,
+    DLQ_GROWING, RETRY_STORM, REBALANCE_STORM, LAG_GREW, LAG_FELL, NO_LAG, IDLE,
+)  # fmt: skip
+
 SEVERITY = (
     "UNKNOWN",
     "OFFSET_EXPIRED",
@@ -107,33 +144,28 @@ class Health:
 def evaluate(samples: list[Sample], thresholds: Thresholds, *, unknown_reason: str | None = None) -> Health:
     """Health at the newest sample, judged over the samples inside the window."""
     if not samples:
-        return Health("UNKNOWN", [Finding("UNKNOWN", unknown_reason or "no poll has read this group yet")], 0.0)
+        return Health("UNKNOWN", [Finding("UNKNOWN", unknown_reason or NO_POLL_YET)], 0.0)
     now = samples[-1].t
     window = [s for s in samples if now - s.t <= thresholds.window_seconds]
     latest = window[-1]
     covered = latest.t - window[0].t
     findings: list[Finding] = []
     if unknown_reason or latest.lag is None:
-        findings.append(Finding("UNKNOWN", unknown_reason or "the last poll could not read this group's offsets"))
+        findings.append(Finding("UNKNOWN", unknown_reason or OFFSETS_UNREAD))
         return Health("UNKNOWN", findings, covered)
     if not latest.complete:
-        findings.append(Finding("UNKNOWN", "part of the group could not be read in the last poll (see problems)"))
+        findings.append(Finding("UNKNOWN", PART_UNREAD))
     if latest.expired:
-        findings.append(
-            Finding(
-                "OFFSET_EXPIRED",
-                f"{len(latest.expired)} queue(s) have a consumer offset below the broker's min offset "
-                f"({', '.join(latest.expired[:4])}): messages were lost to retention",
-            )
-        )
+        queues = ", ".join(latest.expired[:4])
+        findings.append(Finding("OFFSET_EXPIRED", EXPIRED % {"count": len(latest.expired), "queues": queues}))
     findings += _stalled(window, thresholds)
     if latest.online is False and latest.lag >= thresholds.min_lag:
-        findings.append(Finding("STOPPED", f"no client is online and lag is {latest.lag}"))
+        findings.append(Finding("STOPPED", STOPPED % {"lag": latest.lag}))
     findings += _growth(window, thresholds)
     findings += _rebalances(window, thresholds)
     findings += _trend(window, thresholds, covered)
     if not findings:
-        findings.append(Finding("OK", f"lag {latest.lag}, consuming"))
+        findings.append(Finding("OK", CONSUMING % {"lag": latest.lag}))
     state = min((f.state for f in findings), key=SEVERITY.index)
     return Health(state, findings, covered)
 
@@ -158,13 +190,8 @@ def _stalled(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
     if not pinned:
         return []
     queue, offset, lag, seconds = max(pinned, key=lambda p: p[3])
-    more = f" and {len(pinned) - 1} more queue(s)" if len(pinned) > 1 else ""
-    return [
-        Finding(
-            "STALLED",
-            f"clients online but {queue} has stayed at offset {offset} with lag {lag} for {seconds:.0f}s{more}",
-        )
-    ]
+    params = {"queue": queue, "offset": offset, "lag": lag, "seconds": f"{seconds:.0f}", "more": len(pinned) - 1}
+    return [Finding("STALLED", (STALLED_MORE if len(pinned) > 1 else STALLED) % params)]
 
 
 def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
@@ -174,20 +201,20 @@ def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
     if len(dlq_points) >= 2 and dlq_points[-1].dlq > dlq_points[0].dlq:
         grown = dlq_points[-1].dlq - dlq_points[0].dlq
         seconds = dlq_points[-1].t - dlq_points[0].t
-        findings.append(Finding("DLQ_GROWING", f"{grown} new dead letter(s) in {seconds:.0f}s (now {latest.dlq})"))
+        params = {"grown": grown, "seconds": f"{seconds:.0f}", "now": latest.dlq}
+        findings.append(Finding("DLQ_GROWING", DLQ_GROWING % params))
     retry_points = [s for s in window if s.retry_offset is not None and (not s.pop or s.dlq is not None)]
     if len(retry_points) >= 2:
         grown = _redelivered(retry_points)
         minutes = (retry_points[-1].t - retry_points[0].t) / 60
         if minutes > 0 and grown / minutes >= thresholds.retry_rate_per_minute:
-            findings.append(
-                Finding(
-                    "RETRY_STORM",
-                    f"{grown} messages went back for redelivery in {minutes * 60:.0f}s (failed, or timed out in "
-                    f"flight: a client that left holding messages sends them back too) "
-                    f"({grown / minutes:.0f}/min, threshold {thresholds.retry_rate_per_minute:.0f}/min)",
-                )
-            )
+            params = {
+                "grown": grown,
+                "seconds": f"{minutes * 60:.0f}",
+                "rate": f"{grown / minutes:.0f}",
+                "threshold": f"{thresholds.retry_rate_per_minute:.0f}",
+            }
+            findings.append(Finding("RETRY_STORM", RETRY_STORM % params))
     return findings
 
 
@@ -214,8 +241,8 @@ def _rebalances(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
     if changes <= thresholds.rebalance_changes:
         return []
     seconds, limit = known[-1].t - known[0].t, thresholds.rebalance_changes
-    why = f"the queue allocation changed at {changes} polls in {seconds:.0f}s (threshold {limit})"
-    return [Finding("REBALANCE_STORM", f"{why}: see the allocation timeline")]
+    params = {"changes": changes, "seconds": f"{seconds:.0f}", "limit": limit}
+    return [Finding("REBALANCE_STORM", REBALANCE_STORM % params)]
 
 
 def _trend(window: list[Sample], thresholds: Thresholds, covered: float) -> list[Finding]:
@@ -224,16 +251,16 @@ def _trend(window: list[Sample], thresholds: Thresholds, covered: float) -> list
     moved = _offsets_moved(known)
     if len(known) < thresholds.min_samples:
         if latest.lag < thresholds.min_lag and not moved:
-            return [Finding("IDLE", "no lag")]
+            return [Finding("IDLE", NO_LAG)]
         return []
     start, end = known[0].lag, known[-1].lag
     steps = [b.lag - a.lag for a, b in zip(known, known[1:], strict=False)]
     if end >= thresholds.min_lag and end > start and sum(1 for d in steps if d > 0) >= 0.75 * len(steps):
-        return [Finding("FALLING_BEHIND", f"lag grew from {start} to {end} over {covered:.0f}s")]
+        return [Finding("FALLING_BEHIND", LAG_GREW % {"start": start, "end": end, "seconds": f"{covered:.0f}"})]
     if start >= thresholds.min_lag and end < start and end >= thresholds.min_lag:
-        return [Finding("CATCHING_UP", f"lag fell from {start} to {end} over {covered:.0f}s")]
+        return [Finding("CATCHING_UP", LAG_FELL % {"start": start, "end": end, "seconds": f"{covered:.0f}"})]
     if end < thresholds.min_lag and not moved:
-        return [Finding("IDLE", f"no lag and no consumption in {covered:.0f}s")]
+        return [Finding("IDLE", IDLE % {"seconds": f"{covered:.0f}"})]
     return []
 
 

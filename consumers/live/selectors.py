@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_noop
+
 from ..identity.scope import Scope
 from ..models import Cluster
 from . import charts, rebalance, snapshots
@@ -34,6 +36,9 @@ SORT_KEYS = {
     "group": lambda r: r.summary["group"].lower(),
     "cluster": lambda r: r.cluster.name,
 }
+
+# kept in English like the health evidence (consumers/live/health.py), shown translated
+STALE_DATA = gettext_noop("stale data: %(reason)s")
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,8 @@ def freshness(as_of: float | None, stale_reason: str | None, *, cluster: Cluster
 
 
 def unknown_health(reason: str) -> dict:
-    return {"state": "UNKNOWN", "findings": [{"state": "UNKNOWN", "evidence": f"stale data: {reason}"}]}
+    evidence = STALE_DATA % {"reason": reason}
+    return {"state": "UNKNOWN", "findings": [{"state": "UNKNOWN", "evidence": evidence}]}
 
 
 AWAITING_POLL = "awaiting poll"

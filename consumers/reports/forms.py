@@ -6,18 +6,19 @@ import datetime as dt
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .content import ReportSpec
 from .models import Report
 
-FORMAT_CHOICES = [("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", "PDF (with charts)")]
+FORMAT_CHOICES = [("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", _("PDF (with charts)"))]
 
 
 class ReportForm(forms.Form):
     clusters = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple)
-    group_filter = forms.CharField(required=False, max_length=255, label="groups containing")
-    first = forms.DateField(label="from (UTC)", widget=forms.DateInput(attrs={"type": "date"}))
-    last = forms.DateField(label="to (UTC)", widget=forms.DateInput(attrs={"type": "date"}))
+    group_filter = forms.CharField(required=False, max_length=255, label=_("groups containing"))
+    first = forms.DateField(label=_("from (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
+    last = forms.DateField(label=_("to (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
     granularity = forms.ChoiceField(choices=Report.Granularity.choices, initial="daily")
     formats = forms.MultipleChoiceField(choices=FORMAT_CHOICES, widget=forms.CheckboxSelectMultiple,
                                         initial=["csv", "xlsx", "pdf"])  # fmt: skip

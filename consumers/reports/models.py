@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Report(models.Model):
@@ -20,8 +21,8 @@ class Report(models.Model):
         FAILED = "failed"
 
     class Granularity(models.TextChoices):
-        DAILY = "daily"
-        HOURLY = "hourly"
+        DAILY = "daily", _("Daily")
+        HOURLY = "hourly", _("Hourly")
 
     FORMATS = ("csv", "xlsx", "pdf")
 

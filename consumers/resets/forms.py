@@ -5,31 +5,40 @@ from __future__ import annotations
 import datetime as dt
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from ..inputs import is_ascii_int
 from .strategies import STRATEGIES
 
 
 class ResetForm(forms.Form):
-    strategy = forms.ChoiceField(choices=list(STRATEGIES.items()))
+    strategy = forms.ChoiceField(label=_("Strategy"), choices=[(k, _(v)) for k, v in STRATEGIES.items()])
     topics = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, help_text="none ticked: every subscribed topic"
+        required=False,
+        label=_("Topics"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("none ticked: every subscribed topic"),
     )
-    include_retry = forms.BooleanField(required=False, label="include the retry queues (%RETRY%group)")
+    include_retry = forms.BooleanField(required=False, label=_("include the retry queues (%RETRY%group)"))
     timestamp = forms.DateTimeField(
         required=False,
-        label="time (UTC)",
+        label=_("time (UTC)"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
         widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}),
     )
-    shift = forms.IntegerField(required=False, help_text="negative: replay N messages; positive: skip N")
-    source_group = forms.CharField(required=False, max_length=255, label="copy from group")
+    shift = forms.IntegerField(
+        required=False, label=_("Shift"), help_text=_("negative: replay N messages; positive: skip N")
+    )
+    source_group = forms.CharField(required=False, max_length=255, label=_("copy from group"))
     offsets = forms.CharField(
         required=False,
+        label=_("Offsets"),
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": "topic@broker-a#0 1200"}),
-        help_text="one queue per line: topic@broker#queue offset",
+        help_text=_("one queue per line: topic@broker#queue offset"),
     )
-    reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+    reason = forms.CharField(
+        required=False, label=_("Reason"), widget=forms.Textarea(attrs={"rows": 2}), max_length=2000
+    )
 
     def __init__(self, data=None, *, topics: list[str]):
         super().__init__(data)

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 from ..inputs import moment_problem
 
+# in English (the API lists them so); the reset form shows them translated
 STRATEGIES = {
-    "time": "to a point in time",
-    "earliest": "earliest (replay everything stored)",
-    "latest": "latest (skip the backlog)",
-    "exact": "exact offsets per queue",
-    "shift": "shift by N messages",
-    "copy": "copy another group's offsets",
+    "time": gettext_noop("to a point in time"),
+    "earliest": gettext_noop("earliest (replay everything stored)"),
+    "latest": gettext_noop("latest (skip the backlog)"),
+    "exact": gettext_noop("exact offsets per queue"),
+    "shift": gettext_noop("shift by N messages"),
+    "copy": gettext_noop("copy another group's offsets"),
 }
 
 

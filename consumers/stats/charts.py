@@ -9,6 +9,7 @@ import datetime as dt
 import json
 
 import plotly.graph_objects as go
+from django.utils.translation import gettext as _
 
 from ..live.health import SEVERITY
 from .selectors import LOW_COVERAGE, coverage_gaps, coverage_text
@@ -93,7 +94,7 @@ def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:
 
 
 def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | None = None) -> dict:
-    prefix, unit = ("lag_seconds", "seconds") if seconds else ("lag", "messages")
+    prefix, unit = ("lag_seconds", _("seconds")) if seconds else ("lag", _("messages"))
     figure = go.Figure()
     for name, dash in (("p50", "dot"), ("p95", "solid"), ("max", "dash")):
         values = [_value(rows.get(d), f"{prefix}_{name}") for d in days]
@@ -101,43 +102,45 @@ def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | N
     if seconds and slo is not None:
         figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=f"SLO {slo:g} s")
     notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, f"Daily lag ({unit}): p50, p95, max", notes, y_title=unit)
+    _layout(figure, _("Daily lag (%(unit)s): p50, p95, max") % {"unit": unit}, notes, y_title=unit)
     return _as_json(figure, days, rows)
 
 
 def flow_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
     figure = go.Figure()
-    for name, label in (("produced", "produced"), ("consumed", "consumed")):
+    for name, label in (("produced", _("produced")), ("consumed", _("consumed"))):
         figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), name) for d in days], name=label))
     notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, "Messages consumed vs produced per day", notes, y_title="messages")
+    _layout(figure, _("Messages consumed vs produced per day"), notes, y_title=_("messages"))
     return _as_json(figure, days, rows)
 
 
 def retry_dlq_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
     figure = go.Figure()
-    figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), "retries") for d in days], name="retries"))
-    figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), "dlq_arrivals") for d in days], name="DLQ arrivals"))
+    figure.add_trace(go.Bar(x=_dates(days), y=[_value(rows.get(d), "retries") for d in days], name=_("retries")))
+    figure.add_trace(
+        go.Bar(x=_dates(days), y=[_value(rows.get(d), "dlq_arrivals") for d in days], name=_("DLQ arrivals"))
+    )
     notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, "Retries and dead letters per day", notes, y_title="messages")
+    _layout(figure, _("Retries and dead letters per day"), notes, y_title=_("messages"))
     return _as_json(figure, days, rows)
 
 
 def breach_figure(days: list[dt.date], rows: dict, coverage: dict | None = None) -> dict:
     figure = go.Figure()
     values = [_value(rows.get(d), "breach_minutes") for d in days]
-    figure.add_trace(go.Bar(x=_dates(days), y=values, name="minutes above the lag SLO", marker_color="#e53935"))
+    figure.add_trace(go.Bar(x=_dates(days), y=values, name=_("minutes above the lag SLO"), marker_color="#e53935"))
     notes = _notes_and_shading(figure, days, coverage or {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, "SLO breach: minutes with lag above the SLO", notes, y_title="minutes")
+    _layout(figure, _("SLO breach: minutes with lag above the SLO"), notes, y_title=_("minutes"))
     return _as_json(figure, days, rows)
 
 
 def coverage_figure(days: list[dt.date], rows: dict) -> dict:
     figure = go.Figure()
     values = [None if rows.get(d) is None else round(100 * rows[d].coverage, 1) for d in days]
-    figure.add_trace(go.Bar(x=_dates(days), y=values, name="polls recorded (%)", marker_color="#1565c0"))
+    figure.add_trace(go.Bar(x=_dates(days), y=values, name=_("polls recorded (%)"), marker_color="#1565c0"))
     notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, "Coverage: share of the expected polls that were recorded", notes, y_title="%")
+    _layout(figure, _("Coverage: share of the expected polls that were recorded"), notes, y_title="%")
     figure.update_yaxes(range=[0, 100])
     return _as_json(figure, days, rows)
 
@@ -153,7 +156,7 @@ def health_heatmap(days: list[dt.date], cells: dict) -> dict:
             states = cells.get((day, hour))
             if not states:
                 z_row.append(None)
-                text_row.append("no polls recorded")
+                text_row.append(_("no polls recorded"))
                 continue
             worst = min(states, key=lambda s: order.get(s, 0))
             z_row.append(order.get(worst, 0))
@@ -174,8 +177,9 @@ def health_heatmap(days: list[dt.date], cells: dict) -> dict:
         )
     )  # fmt: skip
     hours = sum(1 for v in cells.values() if v)
-    notes = [] if hours == len(days) * 24 else [f"{len(days) * 24 - hours} of {len(days) * 24} hours have no polls"]
-    _layout(figure, "Health by hour (worst state in the hour)", notes, y_title="hour (UTC)")
+    missing = {"missing": len(days) * 24 - hours, "hours": len(days) * 24}
+    notes = [] if hours == len(days) * 24 else [_("%(missing)s of %(hours)s hours have no polls") % missing]
+    _layout(figure, _("Health by hour (worst state in the hour)"), notes, y_title=_("hour (UTC)"))
     figure.update_layout(height=420, yaxis={"autorange": "reversed", "dtick": 3})
     result = json.loads(figure.to_json())
     result["points"] = hours

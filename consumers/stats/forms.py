@@ -6,26 +6,27 @@ import datetime as dt
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 PRESETS = (7, 30, 90)
 MAX_RANGE_DAYS = 366
 
 
 class PeriodForm(forms.Form):
-    days = forms.TypedChoiceField(choices=[(d, f"{d} days") for d in PRESETS], coerce=int, required=False)
-    since = forms.DateField(required=False, label="from", widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, label="to", widget=forms.DateInput(attrs={"type": "date"}))
+    days = forms.TypedChoiceField(choices=[(d, d) for d in PRESETS], coerce=int, required=False)
+    since = forms.DateField(required=False, label=_("from"), widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label=_("to"), widget=forms.DateInput(attrs={"type": "date"}))
 
     def clean(self):
         data = super().clean()
         since, until = data.get("since"), data.get("until")
         if bool(since) != bool(until):
-            raise forms.ValidationError("a custom range needs both 'from' and 'to'")
+            raise forms.ValidationError(_("a custom range needs both 'from' and 'to'"))
         if since and until:
             if until < since:
-                raise forms.ValidationError("'to' is before 'from'")
+                raise forms.ValidationError(_("'to' is before 'from'"))
             if (until - since).days >= MAX_RANGE_DAYS:
-                raise forms.ValidationError(f"at most {MAX_RANGE_DAYS} days")
+                raise forms.ValidationError(_("at most %(days)s days") % {"days": MAX_RANGE_DAYS})
         return data
 
     def period(self) -> tuple[dt.date, dt.date]:
@@ -37,6 +38,6 @@ class PeriodForm(forms.Form):
 
 
 class RunForm(forms.Form):
-    first = forms.DateField(label="from", widget=forms.DateInput(attrs={"type": "date"}))
-    last = forms.DateField(label="to", widget=forms.DateInput(attrs={"type": "date"}))
-    cluster = forms.CharField(required=False, max_length=64, help_text="empty: every cluster")
+    first = forms.DateField(label=_("from"), widget=forms.DateInput(attrs={"type": "date"}))
+    last = forms.DateField(label=_("to"), widget=forms.DateInput(attrs={"type": "date"}))
+    cluster = forms.CharField(required=False, max_length=64, help_text=_("empty: every cluster"))

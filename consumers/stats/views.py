@@ -8,6 +8,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 
 from ..access import bad_request, cluster_or_404, console_action, console_page, visible_clusters, within
 from ..identity.grants import scope_of
@@ -61,9 +62,9 @@ def overview(request):
 
 def _top_sections(top: dict) -> list[tuple]:
     titles = {
-        "lag_seconds_p95": ("Worst p95 lag", "seconds"),
-        "breach_minutes": ("Most SLO breach", "minutes"),
-        "dlq_arrivals": ("Most dead letters", "messages"),
+        "lag_seconds_p95": (_("Worst p95 lag"), _("seconds")),
+        "breach_minutes": (_("Most SLO breach"), _("minutes")),
+        "dlq_arrivals": (_("Most dead letters"), _("messages")),
     }
     return [(key, *titles[key], rows) for key, rows in top.items()]
 

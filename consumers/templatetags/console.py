@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
+from django.utils.translation import gettext, ngettext
 
 register = template.Library()
 LONG_NAME = 60  # characters: a report cell this long is set smaller to fit unbroken
@@ -16,26 +17,27 @@ LONG_NAME = 60  # characters: a report cell this long is set smaller to fit unbr
 def known(value, note="", suffix=""):
     """The value, or a marked "unknown" whose tooltip says why."""
     if value is None:
-        return format_html('<span class="unknown" title="{}">unknown</span>', note or "not known")
+        why = note or gettext("not known")
+        return format_html('<span class="unknown" title="{}">{}</span>', why, gettext("unknown"))
     if isinstance(value, float):
-        return format_html("{}{}", f"{value:,.1f}", suffix)
+        return format_html("{}{}", number_format(value, 1, use_l10n=True, force_grouping=True), suffix)
     if isinstance(value, int) and not isinstance(value, bool):
-        return format_html("{}{}", f"{value:,}", suffix)
+        return format_html("{}{}", number_format(value, use_l10n=True, force_grouping=True), suffix)
     return format_html("{}{}", value, suffix)
 
 
 @register.filter
 def age(seconds) -> str:
     if seconds is None:
-        return "never"
+        return gettext("never")
     seconds = max(0, float(seconds))
     if seconds < 90:
-        return f"{seconds:.0f} s"
+        return gettext("%(n)s s") % {"n": f"{seconds:.0f}"}
     if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
+        return gettext("%(n)s min") % {"n": f"{seconds / 60:.0f}"}
     if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+        return gettext("%(n)s h") % {"n": f"{seconds / 3600:.1f}"}
+    return gettext("%(n)s d") % {"n": f"{seconds / 86400:.1f}"}
 
 
 @register.filter
@@ -52,8 +54,16 @@ def epoch(value) -> str:
     return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-_CLAMPED = '<span class="badge stale" title="the strategy asked for an offset outside [min, max]">clamped</span>'
-_NEVER = '<span class="badge stale">never committed</span>'
+def _clamped():
+    return format_html(
+        '<span class="badge stale" title="{}">{}</span>',
+        gettext("the strategy asked for an offset outside [min, max]"),
+        gettext("clamped"),
+    )
+
+
+def _never():
+    return format_html('<span class="badge stale">{}</span>', gettext("never committed"))
 
 
 def _effect(row: dict) -> str:
@@ -61,14 +71,18 @@ def _effect(row: dict) -> str:
     if delta is None:
         return row["note"] or ""
     if delta < 0:
-        return f"{-delta} messages re-consumed"
-    return f"{delta} messages skipped" if delta > 0 else "no change"
+        return ngettext("%(count)s message re-consumed", "%(count)s messages re-consumed", -delta) % {"count": -delta}
+    if delta > 0:
+        return ngettext("%(count)s message skipped", "%(count)s messages skipped", delta) % {"count": delta}
+    return gettext("no change")
 
 
 @register.simple_tag
 def plan_rows(rows: list[dict]):
     """The rows of a reset plan. Built here rather than in a template loop: a 1,024-queue preview
     spent more time in the template engine (about 0.1 ms a row) than reading the broker."""
+    clamped, never = _clamped(), _never()
+    unknown = format_html('<span class="unknown">{}</span>', gettext("never committed"))
     return format_html_join(
         "\n",
         '<tr class="plan-row" data-label="{}" data-target="{}"><td>{}</td><td>{}</td><td class="num">{}</td>'
@@ -78,9 +92,9 @@ def plan_rows(rows: list[dict]):
             (
                 r["label"], "" if r["target"] is None else r["target"], r["topic"], r["broker"], r["queue_id"],
                 r["min"], r["max"],
-                mark_safe('<span class="unknown">never committed</span>') if r["current"] is None else r["current"],
+                unknown if r["current"] is None else r["current"],
                 "—" if r["target"] is None else r["target"], _effect(r),
-                mark_safe(_CLAMPED) if r["clamped"] else "", mark_safe(_NEVER) if r["never_committed"] else "",
+                clamped if r["clamped"] else "", never if r["never_committed"] else "",
             )
             for r in rows
         ),
@@ -104,11 +118,11 @@ def report_cell(value, columns, index: int):
     unknown values marked as unknown (never 0)."""
     kind = columns[index][2]
     if value is None:
-        return format_html('<td class="unknown{}">unknown</td>', "" if kind == "text" else " num")
+        return format_html('<td class="unknown{}">{}</td>', "" if kind == "text" else " num", gettext("unknown"))
     if kind == "int":
-        text = f"{value:,.0f}"
+        text = number_format(round(value), use_l10n=True, force_grouping=True)
     elif kind == "float":
-        text = f"{value:,.1f}"
+        text = number_format(value, 1, use_l10n=True, force_grouping=True)
     elif kind == "percent":
         text = f"{value:.1%}"
     elif kind == "period" and hasattr(value, "hour") and hasattr(value, "tzinfo"):
@@ -133,4 +147,12 @@ def consumption_label(value) -> str:
     """How a group's clients consume, in words (diagnostics.CONSUMPTION); "—" with no client."""
     from ..live.diagnostics import CONSUMPTION
 
-    return CONSUMPTION.get(value, value) if value else "—"
+    return gettext(CONSUMPTION[value]) if value in CONSUMPTION else value or "—"
+
+
+@register.filter
+def evidence(text) -> str:
+    """A health finding's evidence (English in the documents) in the reader's language."""
+    from ..languages.evidence import translate_evidence
+
+    return translate_evidence(text)

@@ -2,6 +2,9 @@
 // lag, and the queue allocation with its latest changes listed below it; redrawn every minute
 // while the tab is visible.
 (function () {
+  // the translations of Django's JavaScript catalog (/jsi18n/, loaded before this file)
+  var _ = window.gettext || function (text) { return text; };
+
   function cell(row, text) {
     var td = document.createElement("td");
     td.textContent = text;
@@ -17,8 +20,8 @@
       var row = document.createElement("tr");
       cell(row, c.at.replace("T", " ").slice(0, 19));
       cell(row, c.queue);
-      cell(row, c.from || "nobody");
-      cell(row, c.to || "nobody");
+      cell(row, c.from || _("nobody"));
+      cell(row, c.to || _("nobody"));
       body.appendChild(row);
     });
     table.hidden = changes.length === 0;
@@ -31,7 +34,11 @@
       .then(function (r) { return r.json(); })
       .then(function (fig) {
         if (!fig.points) {
-          el.innerHTML = '<p class="muted">' + empty + "</p>";
+          el.textContent = "";
+          var note = document.createElement("p");
+          note.className = "muted";
+          note.textContent = empty;
+          el.appendChild(note);
           return;
         }
         Plotly.react(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
@@ -44,8 +51,8 @@
   }
 
   function drawAll() {
-    draw("lag-chart", "No history yet: points appear as polls are recorded.");
-    draw("allocation-chart", "No history yet: changes appear as polls are recorded.");
+    draw("lag-chart", _("No history yet: points appear as polls are recorded."));
+    draw("allocation-chart", _("No history yet: changes appear as polls are recorded."));
   }
 
   document.addEventListener("DOMContentLoaded", function () {

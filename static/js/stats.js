@@ -1,12 +1,15 @@
 // Draws the statistics charts: each [data-charts] container names a JSON URL whose "figures"
 // are plotly figures built by the server; each [data-figure] child gets the one it names.
 (function () {
+  // the translations of Django's JavaScript catalog (/jsi18n/, loaded before this file)
+  var _ = window.gettext || function (text) { return text; };
+
   function draw(container) {
     fetch(container.dataset.charts, { credentials: "same-origin" })
       .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
       .then(function (answer) {
         if (!answer.ok) {
-          container.textContent = answer.body.error || "The statistics could not be read.";
+          container.textContent = answer.body.error || _("The statistics could not be read.");
           return;
         }
         container.querySelectorAll("[data-figure]").forEach(function (el) {
@@ -16,7 +19,7 @@
             el.innerHTML = "";
             var note = document.createElement("p");
             note.className = "muted";
-            note.textContent = "No statistics for this period yet: the nightly job computes each day after it ends.";
+            note.textContent = _("No statistics for this period yet: the nightly job computes each day after it ends.");
             el.appendChild(note);
             return;
           }

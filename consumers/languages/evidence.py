@@ -1,0 +1,45 @@
+"""Health evidence in the reader's language.
+
+A poll writes each finding's evidence once, in English, into the group's snapshot document: the
+API's `evidence` field and the alerts keep it so. A page shows it translated: the sentence is
+matched against the English formats it was made from (consumers/live/health.py) and formatted
+again with the translated format and the same values. A sentence no format made (a reason
+passed through from elsewhere) is shown as it is."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from django.utils.translation import gettext
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _pattern(fmt: str) -> re.Pattern:
+    parts, last = [], 0
+    for match in _PLACEHOLDER.finditer(fmt):
+        parts.append(re.escape(fmt[last : match.start()]))
+        parts.append(f"(?P<{match.group(1)}>.+?)")
+        last = match.end()
+    parts.append(re.escape(fmt[last:]))
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+@functools.cache
+def _formats() -> tuple[tuple[str, re.Pattern], ...]:
+    from ..live.health import EVIDENCE_FORMATS
+    from ..live.selectors import STALE_DATA
+
+    return tuple((fmt, _pattern(fmt)) for fmt in (*EVIDENCE_FORMATS, STALE_DATA))
+
+
+def translate_evidence(text) -> str:
+    if not text or not isinstance(text, str):
+        return text
+    for fmt, pattern in _formats():
+        match = pattern.match(text)
+        if match:
+            values = {name: translate_evidence(value) for name, value in match.groupdict().items()}
+            return gettext(fmt) % values
+    return text
