@@ -213,8 +213,8 @@ class Demo:
         return True
 
     def _prepare_database(self) -> dict[str, str]:
+        from consumers.identity import create_or_update_user, ensure_roles
         from consumers.models import Cluster
-        from consumers.users import create_or_update_user, ensure_roles
 
         ensure_roles()
         Cluster.objects.update_or_create(

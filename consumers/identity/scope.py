@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from ..rocketmq.codes import DLQ_PREFIX, RETRY_PREFIX
-from ..roles import ROLE_PERMISSIONS, ROLES, VIEW
+from .roles import ROLE_PERMISSIONS, ROLES, VIEW
 
 EVERY = ("*",)
 

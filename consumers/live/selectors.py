@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..identity.scope import Scope
+from ..identity import Scope
 from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after

@@ -8,10 +8,9 @@ import dataclasses
 
 from django.http import Http404, JsonResponse
 
-from ..access import api_view, json_error, visible_cluster, visible_clusters
-from ..identity.grants import scope_of
+from ..errors import json_error
+from ..identity import api_view, may_read_bodies, scope_of, visible_cluster, visible_clusters
 from ..rocketmq import RocketMQError
-from ..roles import may_read_bodies
 from . import lookup, services
 from .forms import FindForm, encode_cursor
 from .views import locate

@@ -9,10 +9,9 @@ from django.contrib.auth.models import Group
 
 from consumers.audit import record
 from consumers.changes.models import AuditEvent
-from consumers.identity.grants import PatternError, patterns, rules_for, scope_of, scope_q
-from consumers.identity.models import Grant
-from consumers.identity.scope import EVERY, Rule, Scope
-from consumers.roles import VIEW
+from consumers.identity import EVERY, VIEW, Grant, PatternError, Scope, patterns, scope_of, scope_q
+from consumers.identity.grants import rules_for
+from consumers.identity.scope import Rule
 
 
 @pytest.fixture
