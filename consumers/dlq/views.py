@@ -21,13 +21,14 @@ from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, base64_cell, csv_writer
 from ..identity.grants import scope_of
+from ..inputs import encode_cursor
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
 from ..roles import REQUEST, hide_bodies, may_read_bodies
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
-from .forms import DlqFilterForm, RedriveForm, encode_cursor
+from .forms import DlqFilterForm, RedriveForm
 from .models import RedriveJob
 
 
