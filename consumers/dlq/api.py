@@ -11,10 +11,11 @@ from ..apischema import Bool, Choice, Int, List, Moment, Obj, Str
 from ..core import Actor, ChangeRefused
 from ..errors import json_error
 from ..identity import REQUEST, api_view, hide_bodies, may_read_bodies, remote_addr, scope_of, visible_cluster
+from ..inputs import encode_cursor
 from ..rocketmq import RocketMQError
 from . import redrive, selectors
 from .browse import Selection
-from .forms import DlqFilterForm, encode_cursor
+from .forms import DlqFilterForm
 from .models import RedriveJob
 
 SELECTION = Obj({

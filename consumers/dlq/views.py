@@ -31,12 +31,13 @@ from ..identity import (
     scope_of,
     visible_clusters,
 )
+from ..inputs import encode_cursor
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
-from .forms import DlqFilterForm, RedriveForm, encode_cursor
+from .forms import DlqFilterForm, RedriveForm
 from .models import RedriveJob
 
 

@@ -10,9 +10,10 @@ from django.http import Http404, JsonResponse
 
 from ..errors import json_error
 from ..identity import api_view, may_read_bodies, scope_of, visible_cluster, visible_clusters
+from ..inputs import encode_cursor
 from ..rocketmq import RocketMQError
 from . import lookup, services
-from .forms import FindForm, encode_cursor
+from .forms import FindForm
 from .views import locate
 
 BODY_HIDDEN = "message bodies are for operators only"

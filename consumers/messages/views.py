@@ -9,10 +9,10 @@ from django.shortcuts import render
 
 from ..dlq.browse import body_views
 from ..identity import cluster_or_404, console_page, may_read_bodies, scope_of, visible_clusters
-from ..inputs import text_problem
+from ..inputs import encode_cursor, text_problem
 from ..rocketmq import RocketMQError
 from . import lookup, services
-from .forms import MAX_OFFSET, TOPIC_NAME, FindForm, encode_cursor
+from .forms import MAX_OFFSET, TOPIC_NAME, FindForm
 from .verdicts import LABELS
 
 
