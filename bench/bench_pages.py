@@ -137,9 +137,9 @@ def main() -> None:
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
 
+    from consumers.identity import create_or_update_user
     from consumers.models import Cluster
     from consumers.redis_client import get_redis
-    from consumers.users import create_or_update_user
     from devstack.synthetic import group, publish
 
     user = create_or_update_user("bench", "viewer", "bench-password-123")

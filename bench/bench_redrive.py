@@ -173,8 +173,8 @@ def main() -> None:
         from consumers.changes.workflow import Actor
         from consumers.dlq import redrive, runner
         from consumers.dlq.browse import Selection
+        from consumers.identity import create_or_update_user
         from consumers.models import Cluster
-        from consumers.users import create_or_update_user
 
         settings.REDRIVE_APPROVAL_THRESHOLD = 10**9  # the benchmark measures the run, not the approval
         cluster = Cluster.objects.create(name="bench", namesrv_addrs=local.namesrv_addr)

@@ -61,8 +61,8 @@ def main() -> None:
         print(f"set-up: {len(TOPICS)} topics x {2 * QUEUES_PER_BROKER} queues in {time.monotonic() - started:.1f} s")
         from django.test import Client
 
+        from consumers.identity import create_or_update_user
         from consumers.models import Cluster
-        from consumers.users import create_or_update_user
 
         Cluster.objects.create(name="bench", namesrv_addrs=cluster_process.namesrv_addr)
         client = Client(HTTP_HOST="127.0.0.1")
@@ -118,8 +118,8 @@ def _approvals(cluster, repeats: int) -> list[float]:
     brokers (resets/effect.py): each repeat a fresh request, approved by a second person."""
     from consumers.changes.workflow import approve, cancel
     from consumers.core import Actor
+    from consumers.identity import create_or_update_user
     from consumers.resets.services import request_reset
-    from consumers.users import create_or_update_user
 
     operator = Actor(create_or_update_user("bench-op", "operator", "bench-password-123"))
     approver = Actor(create_or_update_user("bench-ap", "approver", "bench-password-123"))

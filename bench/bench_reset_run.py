@@ -29,10 +29,10 @@ def main() -> None:
     mqadmin = MQAdmin(runtime, local.namesrv_addr, base / "mqadmin")
     harness = Harness(runtime, local.namesrv_addr, base / "harness")
     from consumers.changes.workflow import Actor, approve
+    from consumers.identity import create_or_update_user
     from consumers.models import Cluster
     from consumers.resets.execute import execute_reset
     from consumers.resets.services import request_reset
-    from consumers.users import create_or_update_user
 
     operator = create_or_update_user("op", "operator", "bench-password-123")
     approver = create_or_update_user("ap", "approver", "bench-password-123")

@@ -86,8 +86,8 @@ def redrive(namesrv: str, messages: int, rate: int, worker: subprocess.Popen, lo
     from consumers.dlq import redrive as service
     from consumers.dlq.browse import Selection
     from consumers.dlq.models import RedriveJob, RedrivenMessage
+    from consumers.identity import create_or_update_user
     from consumers.models import Cluster
-    from consumers.users import create_or_update_user
 
     started = time.monotonic()
     asyncio.run(fill(namesrv, messages))

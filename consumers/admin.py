@@ -3,7 +3,6 @@ from django.contrib import admin
 
 from .models import AuditEvent, Cluster, HealthOverride, KnownBroker
 from .readonly_admin import ReadOnlyAdmin
-from .tokens.models import TokenFailure
 
 
 class ClusterForm(forms.ModelForm):
@@ -64,18 +63,4 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 from .alerts import admin as alerts_admin  # noqa: E402, F401  (its models register there)
-from .identity import admin as identity_admin  # noqa: E402, F401  (grants, IdP accounts)
-
-
-@admin.register(TokenFailure)
-class TokenFailureAdmin(admin.ModelAdmin):
-    """Refused API tokens per (prefix, address): deleting a row unlocks that pair."""
-
-    list_display = ["prefix", "address", "failures", "last_failure_at"]
-    search_fields = ["prefix", "address"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+from .identity import admin as identity_admin  # noqa: E402, F401  (grants, IdP accounts, refused tokens)

@@ -24,11 +24,11 @@ class ConsumersConfig(AppConfig):
         poll_published.connect(alerts_tasks.on_poll, dispatch_uid="consumers.alerts.evaluate")
         # the kinds of change register with the workflow
         from .dlq import kind as redrive_kind  # noqa: F401
-        from .lockout import audit_lockout, reset_own_failures
+        from .identity import audit_lockout, reset_own_failures
         from .resets import kind as reset_kind  # noqa: F401
 
-        user_locked_out.connect(audit_lockout, dispatch_uid="consumers.lockout.audit")
-        user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.lockout.reset")
+        user_locked_out.connect(audit_lockout, dispatch_uid="consumers.identity.lockout.audit")
+        user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.identity.lockout.reset")
         # the user's saved language into the session (consumers/languages/)
         from .languages.preferences import on_login
 

@@ -1,10 +1,6 @@
 from django.conf import settings
 
-from .identity.grants import (
-    scope_of,
-    within,
-)
-from .roles import APPROVE, roles_of
+from .identity import APPROVE, roles_of, scope_of, within
 
 
 def roles(request):

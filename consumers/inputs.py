@@ -11,7 +11,10 @@ fixed once holds everywhere.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import json
 import re
 
 _ASCII_INT = re.compile(r"-?[0-9]+")
@@ -55,3 +58,23 @@ def moment_problem(ms: int, *, now_ms: int, past_only: bool) -> str | None:
             ": nothing is stored after it yet" if past_only else ""
         )
     return None
+
+
+BAD_CURSOR = "the page cursor is not valid; start from the first page"
+
+
+def encode_cursor(cursor: dict) -> str:
+    """A page cursor (a small JSON object) as a URL-safe string."""
+    return base64.urlsafe_b64encode(json.dumps(cursor, sort_keys=True).encode()).decode()
+
+
+def decode_cursor(raw: str, entry_ok) -> dict:
+    """encode_cursor's string back, every (key, value) passing `entry_ok`; ValueError (saying
+    BAD_CURSOR) for anything else."""
+    try:
+        cursor = json.loads(base64.urlsafe_b64decode(raw.encode()))
+    except (ValueError, binascii.Error):
+        raise ValueError(BAD_CURSOR) from None
+    if not isinstance(cursor, dict) or not all(entry_ok(k, v) for k, v in cursor.items()):
+        raise ValueError(BAD_CURSOR)
+    return cursor

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.shortcuts import render
 
 from . import redis_client
-from .access import json_error
+from .errors import json_error
 
 log = logging.getLogger(__name__)
 

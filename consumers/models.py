@@ -158,7 +158,7 @@ from .alerts.models import Alert, AlertRule, Channel, Delivery, Silence  # noqa:
 from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, F401
 from .dlq.models import RedriveJob, RedrivenMessage  # noqa: E402, F401
 from .identity.models import IdpAccount  # noqa: E402, F401
+from .identity.tokens.models import ApiToken  # noqa: E402, F401
 from .languages.models import LanguagePreference  # noqa: E402, F401
 from .reports.models import Report  # noqa: E402, F401
 from .stats.models import ClusterDay, GroupDay, RunDay, StatsRun  # noqa: E402, F401
-from .tokens.models import ApiToken  # noqa: E402, F401

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from . import identity
 from .alerts import views as alerts
 from .changes import api as changes_api
 from .changes import views as changes
@@ -15,7 +16,6 @@ from .metrics import views as metrics
 from .reports import views as reports
 from .resets import views as resets
 from .stats import views as stats
-from .tokens import views as tokens
 
 app_name = "consumers"
 # where a message is: what the message pages and their API are addressed by
@@ -64,9 +64,9 @@ urlpatterns = [
     path("alerts/<int:pk>/acknowledge/", alerts.acknowledge, name="alert-acknowledge"),
     path("alerts/silences/new/", alerts.silence_create, name="silence-create"),
     path("alerts/silences/<int:pk>/end/", alerts.silence_end, name="silence-end"),
-    path("account/tokens/", tokens.token_list, name="tokens"),
-    path("account/tokens/new/", tokens.token_create, name="token-create"),
-    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("account/tokens/", identity.token_list, name="tokens"),
+    path("account/tokens/new/", identity.token_create, name="token-create"),
+    path("account/tokens/<int:pk>/revoke/", identity.token_revoke, name="token-revoke"),
     path("metrics", metrics.metrics, name="metrics"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),

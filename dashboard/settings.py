@@ -287,14 +287,14 @@ if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured(f"AXES_FAILURE_LIMIT must be at least 1, not {AXES_FAILURE_LIMIT}")
 AXES_COOLOFF_TIME = env_duration("AXES_COOLOFF_TIME", "30m")
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
-# A successful login clears that username's failures only (consumers/lockout.py), not the
+# A successful login clears that username's failures only (consumers/identity/lockout.py), not the
 # failures from its address: axes's own AXES_RESET_ON_SUCCESS clears both, which would let
 # someone with an account of their own reset an address lockout by logging in between guesses.
 AXES_RESET_ON_SUCCESS = False
-AXES_LOCKOUT_CALLABLE = "consumers.lockout.lockout_response"
+AXES_LOCKOUT_CALLABLE = "consumers.identity.lockout.lockout_response"
 # The client address is REMOTE_ADDR. Behind a reverse proxy that is the proxy's own address, so
 # all clients would share one address lockout: name a function of the request that returns the
-# client's address instead (see .env.example; consumers.lockout.client_ip_behind_one_proxy).
+# client's address instead (see .env.example; consumers.identity.lockout.client_ip_behind_one_proxy).
 AXES_CLIENT_IP_CALLABLE = env_str("AXES_CLIENT_IP_CALLABLE")
 
 # Redis: Celery broker and result backend, and the latest snapshots of every cluster.

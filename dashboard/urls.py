@@ -2,8 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from consumers import probes
-from consumers.identity import views as identity
+from consumers import identity, probes
 from consumers.languages import views as languages
 
 urlpatterns = [
@@ -11,7 +10,7 @@ urlpatterns = [
     path("logout/", identity.logout, name="logout"),
     # single sign-on (OIDC_ISSUER): to the identity provider and back (consumers/identity/)
     path("oidc/login/", identity.start_sign_in, name="oidc-login"),
-    path("oidc/callback/", identity.callback, name="oidc-callback"),
+    path("oidc/callback/", identity.sign_in_callback, name="oidc-callback"),
     path("admin/login/", identity.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     # probes for load balancers and orchestrators: no login, no names (consumers/probes.py)
@@ -24,7 +23,7 @@ urlpatterns = [
 ]
 
 # JSON errors under /api/, the usual pages elsewhere
-handler400 = "consumers.access.handle_400"
-handler403 = "consumers.access.handle_403"
-handler404 = "consumers.access.handle_404"
-handler500 = "consumers.access.handle_500"
+handler400 = "consumers.errors.handle_400"
+handler403 = "consumers.errors.handle_403"
+handler404 = "consumers.errors.handle_404"
+handler500 = "consumers.errors.handle_500"

@@ -213,8 +213,8 @@ class Demo:
         return True
 
     def _prepare_database(self) -> dict[str, str]:
+        from consumers.identity import create_or_update_user, ensure_roles
         from consumers.models import Cluster
-        from consumers.users import create_or_update_user, ensure_roles
 
         ensure_roles()
         Cluster.objects.update_or_create(
@@ -227,6 +227,8 @@ class Demo:
             },
         )
         _demo_alert_rules()
+        if self.keycloak:
+            _demo_team_grants()
         users = {}
         for role in ROLES_FOR_DEMO:
             password = f"demo-{role}-{secrets.token_hex(3)}"
@@ -333,6 +335,24 @@ def _demo_alert_rules() -> None:
 def _enter_pressed(timeout: float) -> bool:
     ready, _, _ = select.select([sys.stdin], [], [], timeout)
     return bool(ready) and sys.stdin.readline() is not None
+
+
+# with --sso: the Keycloak teams' grants (devstack/keycloak/console-realm.json), each team the
+# operator of its own groups and topics; the local approver and admin approve their requests
+DEMO_TEAM_GRANTS = {
+    "payments": {"groups": "payments-* billing-*", "topics": "payments"},
+    "orders": {"groups": "orders-*", "topics": "orders"},
+}
+
+
+def _demo_team_grants() -> None:
+    from consumers.identity import Grant
+
+    for team, scope in DEMO_TEAM_GRANTS.items():
+        Grant.objects.update_or_create(
+            subject_kind=Grant.Subject.IDP_GROUP, subject=team, role="operator",
+            defaults={"clusters": "*", **scope, "note": "the demo's team"},
+        )  # fmt: skip
 
 
 def _start_traffic(harness: Harness, rocketmq: LocalRocketMQ) -> None:
@@ -456,8 +476,8 @@ def announce(demo: Demo, users: dict[str, str]) -> str:
 def _sso_lines(demo: Demo) -> list[str]:
     if not demo.keycloak:
         return []
-    lines = [f"  Keycloak     {demo.keycloak.url}/admin/ (admin / {ADMIN_PASSWORD}); single sign-on users, no role "
-             "until the admin user adds one in the Django admin:"]  # fmt: skip
+    lines = [f"  Keycloak     {demo.keycloak.url}/admin/ (admin / {ADMIN_PASSWORD}); single sign-on users, each "
+             "the operator of its team's groups (Grants in the admin), nothing without a team:"]  # fmt: skip
     for name, user in demo.keycloak.users.items():
         teams = ", ".join(group.strip("/") for group in user["groups"]) or "no team"
         lines.append(f"    {name:<9} password {user['password']}  ({teams})")

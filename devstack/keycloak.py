@@ -31,7 +31,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from .processes import ManagedProcess, StartupError, free_port
+from .processes import ManagedProcess, StartupError, dying_with_parent, free_port
 from .runtime import cache_dir, java_executable
 
 KEYCLOAK_VERSION = "26.5.6"
@@ -188,8 +188,10 @@ class LocalKeycloak:
             **{k: v for k, v in os.environ.items() if k not in KC_DEBUG_VARIABLES},
             "KC_BOOTSTRAP_ADMIN_USERNAME": ADMIN_USER,
             "KC_BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD,
-            # kc.sh runs $JAVA_HOME/bin/java, else `java`: the same JDK 17 as RocketMQ's JVMs
-            "JAVA": java_executable(),
+            # kc.sh runs $JAVA_HOME/bin/java, else `java`: the same JDK 17 as RocketMQ's JVMs, in
+            # the background of kc.sh, through a launcher that makes it die with kc.sh (which
+            # dies with us: a killed test session left Keycloak's JVM running without it)
+            "JAVA": str(dying_with_parent(java_executable(), self.home)),
         }
         started = time.monotonic()
         self.process = ManagedProcess(

@@ -33,6 +33,17 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     os.setpgid(0, 0)
 
 
+def dying_with_parent(executable: str, folder: Path) -> Path:
+    """A launcher for a program that a script we start runs in the background (Keycloak's kc.sh
+    runs java so): PR_SET_PDEATHSIG is not inherited across fork, so without it the program
+    outlives the script when we die. The launcher sets it again (util-linux's setpriv) and
+    execs the program: it dies with the script, which dies with us."""
+    launcher = folder / f"{Path(executable).name}-dying-with-parent"
+    launcher.write_text(f'#!/bin/sh\nexec setpriv --pdeathsig KILL -- "{executable}" "$@"\n')
+    launcher.chmod(0o755)
+    return launcher
+
+
 class StartupError(RuntimeError):
     """A child did not become ready; the message carries the end of its log."""
 

@@ -14,7 +14,7 @@ export DEBUG=true
 .venv/bin/python -m pytest "$@"
 echo "--- database tests again, on a throwaway PostgreSQL ---"
 .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
-  tests/test_database.py tests/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
+  tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
   tests/test_models.py tests/changes tests/reports tests/stats/test_views.py tests/alerts/test_evaluate.py tests/alerts/test_delivery.py \
   tests/stats/test_runs.py::test_overlapping_runs_are_refused tests/identity/test_grants.py tests/identity/test_scoped_access.py
 echo "--- races between workers and between approvers, on PostgreSQL (row locks, concurrent writers) ---"

@@ -217,7 +217,7 @@ def personas(db):
     """One user per role, and one with no role at all."""
     from django.contrib.auth import get_user_model
 
-    from consumers.users import create_or_update_user, ensure_roles
+    from consumers.identity import create_or_update_user, ensure_roles
 
     ensure_roles()  # transactional tests start from an emptied database
     users = {role: create_or_update_user(role, role, PASSWORD) for role in ("viewer", "operator", "approver", "admin")}

@@ -30,7 +30,7 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from consumers.live.poll import poll_cluster
 from consumers.models import Cluster
-from consumers.users import create_or_update_user
+from consumers.identity import create_or_update_user
 for role in ("viewer", "operator"):
     create_or_update_user(role, role, sys.argv[2])
 result = poll_cluster(Cluster.objects.create(name="local", namesrv_addrs=sys.argv[1]))

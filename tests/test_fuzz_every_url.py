@@ -2,7 +2,7 @@
 NUL, overflowing integers, nested JSON of the wrong types, in path segments, query strings,
 forms and API bodies. No answer is a 500, none takes longer than 2 s.
 
-The cluster points at a closed port (see tests/test_access.py's `world`): a page that reaches
+The cluster points at a closed port (see tests/identity/test_access.py's `world`): a page that reaches
 the broker answers 502 there, which is the honest answer, so a 502 counts as fine only where
 the same URL with harmless input answers 502 too."""
 
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from tests.test_access import POST_DATA, ROLES, _send, _urls, world  # noqa: F401 (world: a fixture)
+from tests.identity.test_access import POST_DATA, ROLES, _send, _urls, world  # noqa: F401 (world: a fixture)
 
 SLOWEST_ALLOWED = 2.0
 NASTY_TEXT = ["²", "①", "١٢", "\ud800", "\x00", "9" * 30, "x" * 5000, "</script>"]

@@ -35,7 +35,7 @@ from consumers.core import Actor
 from consumers.dlq import redrive
 from consumers.dlq.browse import Selection
 from consumers.models import Cluster
-from consumers.users import create_or_update_user
+from consumers.identity import create_or_update_user
 cluster = Cluster.objects.create(name="prefork", namesrv_addrs=sys.argv[1])
 operator = create_or_update_user("op", "operator", "a-long-enough-password-1")
 approver = create_or_update_user("ap", "approver", "a-long-enough-password-2")

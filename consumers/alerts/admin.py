@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin
 
 from .. import audit
-from ..access import remote_addr
+from ..identity import remote_addr
 from ..live.health import SEVERITY
 from ..readonly_admin import ReadOnlyAdmin
 from .models import Alert, AlertRule, Channel, Delivery, Silence

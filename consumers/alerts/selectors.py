@@ -30,7 +30,7 @@ def visible(groups: Q | None, clusters: Q | None) -> Q | None:
 
 def visible_to(user) -> Q | None:
     """The filter of the alerts `user` sees (None: all of them)."""
-    from ..identity.grants import within
+    from ..identity import within
 
     return visible(within(user, group="subject"), within(user, group=None))
 

@@ -8,9 +8,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 
-from ..access import api_view, console_action, console_page, json_error, remote_addr, within
-from ..identity.grants import scope_of
-from ..roles import REQUEST
+from ..errors import json_error
+from ..identity import REQUEST, api_view, console_action, console_page, remote_addr, scope_of, within
 from . import selectors, services, silences
 from .forms import SilenceForm
 from .models import Alert, Silence

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..access import api_view, json_error, remote_addr, within
 from ..apischema import AnyObject, Bool, Obj, SchemaError, Str
 from ..core import Actor, ChangeRefused
-from ..identity.grants import scope_of
+from ..errors import json_error
+from ..identity import APPROVE, api_view, hide_bodies, remote_addr, scope_of, within
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import APPROVE, hide_bodies
 from . import kinds, selectors
 from .forms import ChangeFilterForm
 from .models import ChangeRequest, State

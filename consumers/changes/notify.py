@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db.models import Q
 
-from ..roles import APPROVE
+from ..identity import APPROVE
 from .models import ChangeRequest
 
 log = logging.getLogger(__name__)

@@ -9,12 +9,21 @@ from django.contrib import messages
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
-from ..access import bad_request, console_action, console_page, remote_addr, within
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
-from ..identity.grants import scope_of
+from ..errors import bad_request
+from ..identity import (
+    ADMINISTER,
+    APPROVE,
+    REQUEST,
+    console_action,
+    console_page,
+    hide_bodies,
+    remote_addr,
+    scope_of,
+    within,
+)
 from ..rocketmq import RocketMQError
-from ..roles import ADMINISTER, APPROVE, REQUEST, hide_bodies
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
 from .models import State

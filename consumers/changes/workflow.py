@@ -19,8 +19,7 @@ from django.utils import timezone
 
 from .. import audit
 from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
-from ..identity.grants import scope_of
-from ..roles import ADMINISTER, APPROVE, REQUEST
+from ..identity import ADMINISTER, APPROVE, REQUEST, scope_of
 from . import kinds, notify
 from .models import ChangeRequest, State
 

@@ -7,15 +7,15 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from .. import claims
-from ..access import api_view, json_error, remote_addr, visible_cluster
 from ..apischema import Bool, Choice, Int, List, Moment, Obj, Str
 from ..core import Actor, ChangeRefused
-from ..identity.grants import scope_of
+from ..errors import json_error
+from ..identity import REQUEST, api_view, hide_bodies, may_read_bodies, remote_addr, scope_of, visible_cluster
+from ..inputs import encode_cursor
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST, hide_bodies, may_read_bodies
 from . import redrive, selectors
 from .browse import Selection
-from .forms import DlqFilterForm, encode_cursor
+from .forms import DlqFilterForm
 from .models import RedriveJob
 
 SELECTION = Obj({

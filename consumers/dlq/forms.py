@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
-import json
 
 from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import decode_cursor
 from .browse import Selection
 from .models import RedriveJob
 
@@ -66,14 +64,9 @@ class DlqFilterForm(forms.Form):
         if not raw:
             return None
         try:
-            cursor = json.loads(base64.urlsafe_b64decode(raw.encode()))
-        except (ValueError, binascii.Error):
-            raise forms.ValidationError("the page cursor is not valid; start from the first page") from None
-        if not isinstance(cursor, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in cursor.values()
-        ):
-            raise forms.ValidationError("the page cursor is not valid; start from the first page")
-        return cursor
+            return decode_cursor(raw, lambda k, v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def error_text(self) -> str:
         return "; ".join(
@@ -88,10 +81,6 @@ class DlqFilterForm(forms.Form):
             msg_id=data["msg_id"].strip(), original_topic=data["original_topic"].strip(), body=data.get("body", ""),
             ids=frozenset(i.strip() for i in ids if i.strip()), job=data.get("job"),
         )  # fmt: skip
-
-
-def encode_cursor(cursor: dict) -> str:
-    return base64.urlsafe_b64encode(json.dumps(cursor, sort_keys=True).encode()).decode()
 
 
 class RedriveForm(forms.Form):

@@ -16,9 +16,9 @@ from ..changes import workflow
 from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
 from ..core import Actor, ChangeRefused, require_role, require_topic, require_writable
+from ..identity import REQUEST
 from ..models import Cluster
 from ..rocketmq import AdminClient
-from ..roles import REQUEST
 from .browse import Selection, dlq_queues, scan
 from .models import RedriveJob
 from .targets import TargetRefused, check_group_target, check_writable

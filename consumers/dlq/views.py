@@ -16,18 +16,28 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
 from .. import audit, claims
-from ..access import bad_request, cluster_or_404, console_action, console_page, remote_addr, visible_clusters
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, base64_cell, csv_writer
-from ..identity.grants import scope_of
+from ..errors import bad_request
+from ..identity import (
+    REQUEST,
+    cluster_or_404,
+    console_action,
+    console_page,
+    hide_bodies,
+    may_read_bodies,
+    remote_addr,
+    scope_of,
+    visible_clusters,
+)
+from ..inputs import encode_cursor
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
-from ..roles import REQUEST, hide_bodies, may_read_bodies
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
-from .forms import DlqFilterForm, RedriveForm, encode_cursor
+from .forms import DlqFilterForm, RedriveForm
 from .models import RedriveJob
 
 

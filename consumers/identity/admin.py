@@ -1,5 +1,5 @@
-"""The admin pages of identity: grants (every change audited) and the identity provider
-accounts (read-only: sign-ins write them)."""
+"""The admin pages of identity: grants (every change audited), the identity provider accounts
+(read-only: sign-ins write them) and refused API tokens (deleting a row unlocks)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from .. import audit
 from ..readonly_admin import ReadOnlyAdmin
 from .grants import PatternError, patterns
 from .models import Grant, IdpAccount
+from .tokens.models import TokenFailure
 
 
 class GrantForm(forms.ModelForm):
@@ -90,3 +91,17 @@ class GrantAdmin(admin.ModelAdmin):
 class IdpAccountAdmin(ReadOnlyAdmin):
     list_display = ["user", "issuer", "subject", "groups", "last_sign_in"]
     search_fields = ["user__username", "subject"]
+
+
+@admin.register(TokenFailure)
+class TokenFailureAdmin(admin.ModelAdmin):
+    """Refused API tokens per (prefix, address): deleting a row unlocks that pair."""
+
+    list_display = ["prefix", "address", "failures", "last_failure_at"]
+    search_fields = ["prefix", "address"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -12,8 +12,8 @@ import re
 
 from django.db.models import Q
 
-from ..roles import ROLES, VIEW
 from .claims import IDP_GROUP_PREFIX
+from .roles import ROLES, VIEW
 from .scope import EVERY, NOTHING, Rule, Scope
 
 # RocketMQ's names (clusters here are slugs) with the wildcards * and ?: the same characters as

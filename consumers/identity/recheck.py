@@ -152,7 +152,7 @@ class RecheckMiddleware:
             audit.record("logout", username=username, remote_addr=_addr(request), details=details)
             auth_logout(request)
             if request.path.startswith("/api/"):
-                from ..access import json_error
+                from ..errors import json_error
 
                 return json_error(401, "your single sign-on session ended at the identity provider: sign in again")
             return redirect(f"{reverse('login')}?next={request.path}")
@@ -162,7 +162,7 @@ class RecheckMiddleware:
                 return None  # reads go on with the groups last known
             message = f"Your team membership could not be confirmed with the identity provider: {exc.message}"
             if request.path.startswith("/api/"):
-                from ..access import json_error
+                from ..errors import json_error
 
                 return json_error(503, message)
             return render(request, "consumers/bad_request.html", {"message": message}, status=503)

@@ -19,9 +19,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import audit
-from ..access import remote_addr
-from ..roles import roles_of
 from . import accounts, oidc, recheck
+from .access import remote_addr
+from .roles import roles_of
 
 log = logging.getLogger(__name__)
 NEXT_KEY = "oidc_next"

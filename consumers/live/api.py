@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..access import api_view, json_error, visible_clusters
-from ..identity.grants import scope_of
+from ..errors import json_error
+from ..identity import api_view, scope_of, visible_clusters
 from ..redis_client import get_redis
 from . import selectors
 from .forms import GroupFilterForm

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext_noop
 
-from ..identity.scope import Scope
+from ..identity import Scope
 from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
@@ -215,7 +215,8 @@ def group_rows(redis, clusters: list[Cluster], metas: dict | None = None, scope:
         limit = stale_after(cluster.poll_interval, meta.groups if meta else None)
         shown = entries[cluster.pk]
         if scope is not None and not scope.everything:
-            shown = [entry for entry in shown if scope.sees_group(cluster.name, entry["group"])]
+            sees = scope.group_test(cluster.name)
+            shown = [entry for entry in shown if sees(entry["group"])]
         for entry in shown:
             as_of, reason = entry.get("as_of"), entry.get("stale_reason")
             age = None if as_of is None else now - as_of

@@ -7,8 +7,8 @@ from django.conf import settings
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 
-from ..access import bad_request, cluster_or_404, console_page, visible_clusters
-from ..identity.grants import scope_of
+from ..errors import bad_request
+from ..identity import cluster_or_404, console_page, scope_of, visible_clusters
 from ..redis_client import get_redis
 from ..stats.forms import PRESETS, PeriodForm
 from . import selectors

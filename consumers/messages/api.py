@@ -8,12 +8,12 @@ import dataclasses
 
 from django.http import Http404, JsonResponse
 
-from ..access import api_view, json_error, visible_cluster, visible_clusters
-from ..identity.grants import scope_of
+from ..errors import json_error
+from ..identity import api_view, may_read_bodies, scope_of, visible_cluster, visible_clusters
+from ..inputs import encode_cursor
 from ..rocketmq import RocketMQError
-from ..roles import may_read_bodies
 from . import lookup, services
-from .forms import FindForm, encode_cursor
+from .forms import FindForm
 from .views import locate
 
 BODY_HIDDEN = "message bodies are for operators only"

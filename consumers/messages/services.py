@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..clusters.connect import run_on_cluster
 from ..dlq import selectors as dlq_selectors
-from ..identity.scope import EVERYTHING, Scope
+from ..identity import EVERYTHING, Scope
 from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import TopicNotFound

@@ -7,14 +7,12 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import render
 
-from ..access import cluster_or_404, console_page, visible_clusters
 from ..dlq.browse import body_views
-from ..identity.grants import scope_of
-from ..inputs import text_problem
+from ..identity import cluster_or_404, console_page, may_read_bodies, scope_of, visible_clusters
+from ..inputs import encode_cursor, text_problem
 from ..rocketmq import RocketMQError
-from ..roles import may_read_bodies
 from . import lookup, services
-from .forms import MAX_OFFSET, TOPIC_NAME, FindForm, encode_cursor
+from .forms import MAX_OFFSET, TOPIC_NAME, FindForm
 from .verdicts import LABELS
 
 

@@ -13,11 +13,9 @@ from django.http import HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from ..access import api_view
 from ..changes.models import ChangeRequest
 from ..dlq.models import RedriveJob
-from ..identity.grants import scope_of, within
-from ..identity.scope import EVERYTHING, Scope
+from ..identity import EVERYTHING, Scope, api_view, scope_of, within
 from ..live import selectors, snapshots
 from ..models import Cluster
 from ..redis_client import get_redis

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from ..identity.grants import scope_q
-from ..identity.scope import EVERYTHING, Scope
+from ..identity import EVERYTHING, VIEW, Scope, scope_q
 from ..models import Cluster
-from ..roles import VIEW
 from ..stats.models import ClusterDay, GroupDay
 from ..stats.selectors import LOW_COVERAGE, coverage_text, days_between, output_table
 

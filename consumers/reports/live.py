@@ -10,7 +10,7 @@ from io import BytesIO
 from openpyxl import Workbook
 
 from ..csvstream import csv_writer
-from ..identity.scope import EVERYTHING, Scope
+from ..identity import EVERYTHING, Scope
 from ..live import snapshots
 from ..models import Cluster
 from .csvfile import cell

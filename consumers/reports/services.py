@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import audit, claims, jobprocess
-from ..identity import scope as scope_wire
+from ..identity import scope_from_wire, scope_to_wire
 from ..models import Cluster
 from .content import ReportSpec, build_content, spec_rows
 from .csvfile import write_csv
@@ -81,7 +81,7 @@ def request_report(spec: ReportSpec, formats: list[str], *, user=None, trigger: 
         title=title_of(spec),
         clusters=list(spec.clusters),
         group_filter=spec.group_filter,
-        scope=scope_wire.to_wire(spec.scope),
+        scope=scope_to_wire(spec.scope),
         first=spec.first,
         last=spec.last,
         granularity=spec.granularity,
@@ -99,7 +99,7 @@ def spec_of(report: Report) -> ReportSpec:
         report.last,
         report.granularity,
         report.group_filter,
-        scope_wire.from_wire(report.scope),
+        scope_from_wire(report.scope),
     )
 
 

@@ -12,9 +12,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from .. import audit
-from ..access import bad_request, console_action, console_page, remote_addr, visible_clusters
 from ..csvstream import attachment
-from ..identity.grants import scope_of
+from ..errors import bad_request
+from ..identity import console_action, console_page, remote_addr, scope_of, visible_clusters
 from ..redis_client import get_redis
 from . import live, services
 from .forms import LiveReportForm, ReportForm

@@ -9,9 +9,9 @@ from ..changes import notify, workflow
 from ..changes.models import ChangeRequest, State
 from ..clusters.connect import run_on_cluster
 from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
+from ..identity import REQUEST, VIEW
 from ..models import Cluster
 from ..rocketmq import RocketMQError
-from ..roles import REQUEST, VIEW
 from . import effect
 from .defects import UNDO_NOTE
 from .preview import read_preview

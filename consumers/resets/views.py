@@ -7,9 +7,8 @@ import time
 
 from django.shortcuts import redirect, render
 
-from ..access import cluster_or_404, console_action, console_page, remote_addr
 from ..core import Actor, ChangeRefused
-from ..identity.grants import scope_of
+from ..identity import cluster_or_404, console_action, console_page, remote_addr, scope_of
 from ..live import selectors
 from ..redis_client import get_redis
 from ..rocketmq import RocketMQError

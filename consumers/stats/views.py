@@ -10,9 +10,8 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from ..access import bad_request, cluster_or_404, console_action, console_page, visible_clusters, within
-from ..identity.grants import scope_of
-from ..roles import REQUEST, VIEW
+from ..errors import bad_request
+from ..identity import REQUEST, VIEW, cluster_or_404, console_action, console_page, scope_of, visible_clusters, within
 from . import charts, selectors
 from .forms import PRESETS, PeriodForm, RunForm
 from .models import StatsRun

@@ -148,7 +148,7 @@ def test_an_admin_cancels_someone_elses_request_only_with_a_reason_and_it_is_aud
 @pytest.mark.django_db(transaction=True)
 def test_two_approvers_racing_move_it_once(personas, cluster):
     request = submit(personas, cluster)
-    from consumers.users import create_or_update_user
+    from consumers.identity import create_or_update_user
 
     second = create_or_update_user("approver2", "approver", "a-long-test-password-2")
     outcomes = []

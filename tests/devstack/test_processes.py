@@ -64,3 +64,39 @@ def test_ports_handed_out_lie_below_the_ephemeral_range_so_no_outgoing_connectio
     handed = [processes.free_port(also_free=(-2, 1)) for _ in range(20)]
     assert len(set(handed)) == 20
     assert all(1024 < port - 2 and port + 1 < low for port in handed)
+
+
+BACKGROUND = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from devstack.processes import ManagedProcess, dying_with_parent
+    folder = Path(sys.argv[1])
+    # what Keycloak's kc.sh does with java: runs it in the background and waits for it
+    script = folder / "kc.sh"
+    script.write_text('#!/bin/sh\\n"$JAVA" 600 & echo $! > "$1"; wait\\n')
+    script.chmod(0o755)
+    launcher = dying_with_parent("/bin/sleep", folder)
+    ManagedProcess("script", [str(script), str(folder / "pid")], log_path=folder / "log",
+                   env={"JAVA": str(launcher), "PATH": "/usr/bin:/bin"})
+    while not (folder / "pid").exists() or not (folder / "pid").read_text().strip():
+        time.sleep(0.05)
+    print((folder / "pid").read_text().strip(), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_program_a_script_runs_in_the_background_dies_with_us_too(tmp_path):
+    """kc.sh runs Keycloak's JVM in the background: the death signal does not pass a fork, so
+    the launcher sets it again. Without it the program outlived a killed test session."""
+    holder = subprocess.Popen([sys.executable, "-c", BACKGROUND, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    pid = int(holder.stdout.readline())
+    assert alive(pid) and Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"/bin/sleep")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(pid)

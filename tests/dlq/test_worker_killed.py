@@ -35,7 +35,7 @@ from consumers.changes.workflow import Actor
 from consumers.dlq import redrive
 from consumers.dlq.browse import Selection
 from consumers.models import Cluster
-from consumers.users import create_or_update_user
+from consumers.identity import create_or_update_user
 cluster = Cluster.objects.create(name="killed", namesrv_addrs=sys.argv[1])
 operator = create_or_update_user("op", "operator", "a-long-enough-password-1")
 job = redrive.plan_redrive(actor=Actor(operator), cluster=cluster, group=sys.argv[2], selection=Selection(),

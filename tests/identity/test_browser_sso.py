@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
-from consumers.identity.models import IdpAccount
+from consumers.identity import IdpAccount
 
 pytestmark = [
     pytest.mark.browser,
@@ -17,7 +17,7 @@ pytestmark = [
 
 @pytest.fixture(autouse=True)
 def sso(settings, keycloak):
-    from consumers.users import ensure_roles
+    from consumers.identity import ensure_roles
 
     ensure_roles()  # the role groups: a transactional test before this one may have emptied the database
     settings.OIDC_ISSUER = keycloak.issuer

@@ -7,9 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from consumers.identity import accounts
+from consumers.identity import IdpAccount, accounts
 from consumers.identity.claims import fallback_username, idp_groups, normalise_group, preferred_username, profile
-from consumers.identity.models import IdpAccount
 
 ISSUER = "https://idp.example.com/realms/console"
 

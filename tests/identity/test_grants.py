@@ -9,10 +9,9 @@ from django.contrib.auth.models import Group
 
 from consumers.audit import record
 from consumers.changes.models import AuditEvent
-from consumers.identity.grants import PatternError, patterns, rules_for, scope_of, scope_q
-from consumers.identity.models import Grant
-from consumers.identity.scope import EVERY, Rule, Scope
-from consumers.roles import VIEW
+from consumers.identity import EVERY, REQUEST, VIEW, Grant, PatternError, Scope, patterns, scope_of, scope_q
+from consumers.identity.grants import rules_for
+from consumers.identity.scope import Rule
 
 
 @pytest.fixture
@@ -86,3 +85,18 @@ def test_a_token_limit_is_applied_in_the_database_too(db):
     filtered = AuditEvent.objects.filter(scope_q(scope, VIEW, cluster="cluster", group="group"))
     assert list(filtered.values_list("group", flat=True)) == ["b"]
     assert scope_q(Scope((Rule("viewer", EVERY, EVERY, EVERY),)), VIEW, cluster="cluster", group="group") is None
+
+
+def test_the_demo_teams_see_their_own_groups(db):
+    """devstack/demo.py --sso: Keycloak's payments team operates payments-* and billing-*, the
+    orders team orders-*; run twice, it leaves the same grants."""
+    from devstack.demo import _demo_team_grants
+
+    _demo_team_grants()
+    _demo_team_grants()
+    alice = get_user_model().objects.create_user("alice")
+    alice.groups.add(Group.objects.create(name="idp:payments"))
+    scope = scope_of(alice)
+    assert Grant.objects.count() == 2
+    assert scope.may(REQUEST, "local", "billing-legacy") and scope.may(REQUEST, "local", "payments-worker")
+    assert not scope.sees_group("local", "orders-service") and scope.sees_topic("local", "payments")

@@ -16,8 +16,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from consumers.changes.models import AuditEvent
-from consumers.identity import oidc
-from consumers.identity.models import Grant, IdpAccount
+from consumers.identity import Grant, IdpAccount, oidc
 from devstack.keycloak import realm
 from tests.support.oidc import KeycloakBrowser, code_flow
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from consumers.identity.scope import EVERY, EVERYTHING, NOTHING, Rule, Scope, covers, from_wire, to_wire
-from consumers.roles import ADMINISTER, APPROVE, REQUEST, VIEW
+from consumers.identity import ADMINISTER, APPROVE, EVERY, EVERYTHING, NOTHING, REQUEST, VIEW, Scope
+from consumers.identity.scope import Rule, covers, from_wire, to_wire
 
 PAYMENTS_OPERATOR = Rule("operator", ("east",), ("payments-*",))
 ORDERS_APPROVER = Rule("approver", ("east", "west"), ("orders", "orders-?"), ("orders.*",))

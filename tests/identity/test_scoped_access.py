@@ -18,11 +18,11 @@ from consumers.changes import workflow
 from consumers.changes.models import AuditEvent
 from consumers.changes.workflow import Actor
 from consumers.core import ChangeRefused
-from consumers.identity.models import Grant
+from consumers.identity import Grant
 from consumers.models import Cluster
-from tests import test_access
+from tests.identity import test_access
+from tests.identity.test_access import PLAN, _send, _urls
 from tests.support.published import group, publish
-from tests.test_access import PLAN, _send, _urls
 
 world = test_access.world  # the access test's world of one of everything, as a fixture here too
 

@@ -7,8 +7,8 @@ import base64
 import pytest
 from django.contrib.auth import get_user_model
 
+from consumers.identity import create_token
 from consumers.models import Cluster
-from consumers.tokens import services as tokens
 from tests.conftest import PASSWORD
 from tests.support.published import group, publish
 
@@ -26,7 +26,7 @@ def basic(username: str, password: str = PASSWORD) -> dict:
 
 
 def bearer(username: str) -> dict:
-    _, secret = tokens.create(get_user_model().objects.get(username=username), name="test", days=1)
+    _, secret = create_token(get_user_model().objects.get(username=username), name="test", days=1)
     return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
 
 

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from prometheus_client.parser import text_string_to_metric_families
 
+from consumers.identity import create_token
 from consumers.models import Cluster
-from consumers.tokens import services as tokens
 from tests.support.published import group, publish
 
 
@@ -21,7 +21,7 @@ def east(db, redis):
 
 
 def bearer(personas, who="viewer") -> dict:
-    _, secret = tokens.create(get_user_model().objects.get(username=personas[who].username), name="prom", days=1)
+    _, secret = create_token(get_user_model().objects.get(username=personas[who].username), name="prom", days=1)
     return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
 
 

@@ -12,10 +12,10 @@ import time
 import pytest
 from django.conf import settings
 
+from consumers.identity import create_token
 from consumers.live.poll import poll_cluster
 from consumers.metrics.views import exposition
 from consumers.models import Cluster
-from consumers.tokens import services as tokens
 from devstack.prometheus import LocalPrometheus
 from tests.conftest import in_thread
 from tests.support.published import group, publish
@@ -44,7 +44,7 @@ def test_the_rules_and_the_dashboard_use_only_exported_metrics(db, redis, settin
 def test_prometheus_stores_the_lag_the_api_gives(live_server, redis, history_dir, namesrv, settled, personas, client):
     cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
     in_thread(poll_cluster, cluster)  # one poll: the API and every scrape read the same one
-    _, secret = tokens.create(personas["viewer"], name="prometheus", days=1)
+    _, secret = create_token(personas["viewer"], name="prometheus", days=1)
     api = client.get("/api/groups/?cluster=local", HTTP_AUTHORIZATION=f"Bearer {secret}").json()["groups"]
     expected = {g["group"]: g["lag"] for g in api if g["group"] in {c.group for c in settled.all}}
     assert len(expected) == 4 and any(expected.values())

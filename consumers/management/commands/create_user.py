@@ -4,8 +4,7 @@ import os
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from consumers.roles import ROLES
-from consumers.users import RoleError, create_or_update_user
+from consumers.identity import ROLES, RoleError, create_or_update_user
 
 
 class Command(BaseCommand):

@@ -8,9 +8,8 @@ import re
 
 from django.contrib.auth import get_user_model
 
-from consumers.identity.models import Grant
+from consumers.identity import ApiToken, Grant
 from consumers.models import Cluster
-from consumers.tokens.models import ApiToken
 from tests.support.published import group, publish
 
 

@@ -1,4 +1,4 @@
-"""The access table (consumers.roles.ACCESS) walked over every URL of the console, for every role,
+"""The access table (consumers.identity.ACCESS, in roles.py) walked over every URL of the console, for every role,
 anonymous and a user with no role: what the table allows is never refused, what it does not
 allow is refused (403; anonymous: the login page or a 401), and nothing answers 500.
 
@@ -19,11 +19,10 @@ from consumers.changes import workflow
 from consumers.changes.workflow import Actor
 from consumers.dlq.forms import DlqFilterForm
 from consumers.dlq.models import RedriveJob
+from consumers.identity import ACCESS, create_token, roles_with
 from consumers.models import Cluster
 from consumers.reports.models import Report
-from consumers.roles import ACCESS, roles_with
 from consumers.stats.models import StatsRun
-from consumers.tokens import services as tokens
 
 ROLES = ("viewer", "operator", "approver", "admin")
 PLAN = {"rows": [], "totals": {}, "warnings": [], "online": False}
@@ -72,7 +71,7 @@ def world(personas, redis, settings, tmp_path, monkeypatch):
                                    expires_at=timezone.now() + dt.timedelta(days=1))  # fmt: skip
     run = StatsRun.objects.create(first=dt.date(2026, 1, 1), last=dt.date(2026, 1, 1), clusters=["east"],
                                   trigger="page", state="succeeded", master="local[*]")  # fmt: skip
-    token, _ = tokens.create(personas["viewer"], name="theirs", days=None)
+    token, _ = create_token(personas["viewer"], name="theirs", days=None)
     rule = AlertRule.objects.create(name="stopped", condition="state", states=["STOPPED"])
     alert = Alert.objects.create(rule=rule, cluster=cluster, scope="group", subject="orders", state="firing",
                                  evidence="STOPPED: no client", started_at=timezone.now())  # fmt: skip
@@ -169,7 +168,7 @@ def test_a_viewer_cannot_filter_dead_letters_by_body(client, personas, world):
 def test_the_security_guide_shows_the_table_as_it_is():
     from django.conf import settings
 
-    from consumers.roles import access_markdown
+    from consumers.identity import access_markdown
 
     assert access_markdown() in (settings.BASE_DIR / "docs" / "security.md").read_text()
 

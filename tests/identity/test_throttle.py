@@ -1,4 +1,4 @@
-"""Login throttling (django-axes, consumers/lockout.py): AXES_FAILURE_LIMIT failures for one
+"""Login throttling (django-axes, consumers/identity/lockout.py): AXES_FAILURE_LIMIT failures for one
 username from anywhere, or from one address for any usernames, lock it; a lockout answers 429
 and is audited; an admin unlocks in the Django admin."""
 
@@ -17,7 +17,7 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from consumers.changes.models import AuditEvent
-from consumers.lockout import client_ip_behind_one_proxy, describe, lockout_response
+from consumers.identity.lockout import client_ip_behind_one_proxy, describe, lockout_response
 from tests.conftest import PASSWORD
 
 LOGIN = "/login/"

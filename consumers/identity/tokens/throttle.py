@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit
+from ... import audit
 from .models import ApiToken, TokenFailure
 
 UNKNOWN = "?"

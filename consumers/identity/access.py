@@ -1,4 +1,7 @@
-"""What every view shares: access checks, JSON errors for /api/, and the error page."""
+"""Who may reach a view: the decorators every page, form and API endpoint is wrapped in (a role
+somewhere; for the API, a session, a Bearer token or Basic, and the cross-site and schema checks
+of writes), and the helpers views ask what of a cluster the user's scope shows. The JSON error
+shape and the error pages are consumers/errors.py's."""
 
 from __future__ import annotations
 
@@ -9,17 +12,18 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import DisallowedHost, PermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import render
-from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from . import apischema, lockout
-from .apischema import Obj
-from .identity.grants import scope_of, within  # noqa: F401 (within: for the views)
-from .models import Cluster
+from .. import apischema
+from ..apischema import Obj
+from ..errors import json_error
+from ..models import Cluster
+from . import lockout
+from .grants import scope_of
 from .roles import VIEW
 from .tokens.auth import TokenLockedOut, token_user
 
@@ -167,11 +171,6 @@ def remote_addr(request) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
-def json_error(status: int, message: str, **details) -> JsonResponse:
-    """The one error shape under /api/: {"error": message, "status": code, ...details}."""
-    return JsonResponse({"error": message, "status": status, **details}, status=status)
-
-
 def _basic_auth_user(request, credentials: str):
     try:
         username, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
@@ -207,50 +206,18 @@ def visible_clusters(request, clusters=None) -> list[Cluster]:
     return found if scope.everything else [c for c in found if scope.sees_cluster(c.name)]
 
 
-def bad_request(request, message: str):
-    return render(request, "consumers/bad_request.html", {"message": message}, status=400)
-
-
-def _said(exception) -> str:
-    """What a refusal or a not-found said, when a view said it (a URL that matched nothing
-    says which patterns it tried: never shown)."""
-    if isinstance(exception, PermissionDenied) or type(exception) is Http404:
-        return str(exception)
-    return ""
-
-
-def _api_or_page(template: str | None, status: int, message: str):
-    """An error handler that answers JSON under /api/ and the console's own page elsewhere."""
-
-    def handler(request, exception=None):
-        said = _said(exception)
-        if request.path.startswith("/api/"):
-            return json_error(status, said or (f"{message}: {request.path}" if status == 404 else message))
-        if template is None:  # a 500: the request may be what failed, so no request context
-            return defaults.server_error(request)
-        if status == 403 and _has_no_role(request):
-            return render(request, "identity/no_access.html", {"idp_groups": _idp_groups(request.user)}, status=403)
-        return render(request, template, {"exception": said, "message": said or message}, status=status)
-
-    return handler
-
-
-def _has_no_role(request) -> bool:
-    """Signed in without any role (a new single sign-on user, before an admin gives one): the
-    page says so, instead of naming a role that does not allow this."""
+def no_role_page(request):
+    """The 403 page of a user signed in without any role (a new single sign-on user, before an
+    admin gives one), which says so and names the IdP groups the provider sent, instead of
+    naming a role that does not allow this; None for anyone else (the usual 403 page)."""
     user = getattr(request, "user", None)
-    return bool(user is not None and user.is_authenticated and not scope_of(user).may_somewhere(VIEW))
+    if user is None or not user.is_authenticated or scope_of(user).may_somewhere(VIEW):
+        return None
+    return render(request, "identity/no_access.html", {"idp_groups": _idp_groups(user)}, status=403)
 
 
 def _idp_groups(user) -> list[str]:
-    from .identity.models import IdpAccount
+    from .models import IdpAccount
 
     account = IdpAccount.objects.filter(user=user).first()
     return list(account.groups) if account else []
-
-
-handle_400 = _api_or_page("consumers/bad_request.html", 400, "bad request")
-handle_403 = _api_or_page("403.html", 403, "permission denied")
-handle_404 = _api_or_page("404.html", 404, "no such resource")
-# templates/500.html: the console's own page, never a traceback
-handle_500 = _api_or_page(None, 500, "server error")

@@ -1,4 +1,4 @@
-"""Bearer tokens as credentials, throttled apart from passwords (consumers/tokens/throttle.py:
+"""Bearer tokens as credentials, throttled apart from passwords (consumers/identity/tokens/throttle.py:
 per token prefix and address, never locking password logins)."""
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ import secrets
 
 from django.utils import timezone
 
-from .. import audit
-from ..identity.grants import PatternError, rule_of, scope_of
-from ..identity.scope import Rule
+from ... import audit
+from ..grants import PatternError, rule_of, scope_of
+from ..scope import Rule
 from .models import ApiToken
 
 PREFIX = "rmqc_"

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
-from consumers.roles import ROLE_PERMISSIONS
+from consumers.identity import ROLE_PERMISSIONS
 from tests.conftest import PASSWORD
 
 

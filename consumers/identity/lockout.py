@@ -25,7 +25,7 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
     """AXES_LOCKOUT_CALLABLE: what a locked-out login gets instead of the view's answer."""
     from axes.helpers import get_client_username, get_cool_off, get_failure_limit
 
-    from .access import json_error
+    from ..errors import json_error
 
     cool_off = get_cool_off(request)
     username = get_client_username(request, credentials) or ""
@@ -91,7 +91,7 @@ def audit_lockout(sender, request=None, username=None, ip_address=None, **kwargs
     log at will): the admin's access attempts count them."""
     from axes.helpers import get_cool_off, get_failure_limit
 
-    from . import audit
+    from .. import audit
 
     credentials = getattr(request, "axes_credentials", None)
     limit = get_failure_limit(request, credentials)

@@ -11,7 +11,7 @@ from axes.models import AccessAttempt
 from django.utils import timezone
 
 from consumers.changes.models import AuditEvent
-from consumers.tokens.models import ApiToken
+from consumers.identity import ApiToken
 
 
 def _create(client, name="nightly export", days="30") -> str:
@@ -121,7 +121,7 @@ def test_wrong_tokens_with_someone_elses_prefix_lock_only_the_guessing_address(c
     prefix from one address lock that prefix at that address only; there even the right token
     is answered 429 (the answer must not tell a guesser they found it). Deleting the row, as
     the admin does, unlocks."""
-    from consumers.tokens.models import TokenFailure
+    from consumers.identity import TokenFailure
 
     client.force_login(personas["operator"])
     theirs = _create(client, "their script")
@@ -137,7 +137,7 @@ def test_wrong_tokens_with_someone_elses_prefix_lock_only_the_guessing_address(c
 
 
 def test_a_token_accepted_clears_its_count(client, personas, redis, settings):
-    from consumers.tokens.models import TokenFailure
+    from consumers.identity import TokenFailure
 
     client.force_login(personas["viewer"])
     good = _create(client)

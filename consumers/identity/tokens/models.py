@@ -53,7 +53,7 @@ class ApiToken(models.Model):
 
 
 class TokenFailure(models.Model):
-    """Refused tokens counted per (token prefix, address): see consumers/tokens/throttle.py."""
+    """Refused tokens counted per (token prefix, address): see consumers/identity/tokens/throttle.py."""
 
     prefix = models.CharField(max_length=16)  # "?" for prefixes no token has
     address = models.CharField(max_length=64)

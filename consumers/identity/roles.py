@@ -87,7 +87,7 @@ def may_read_bodies(user, cluster: str | None = None, *, group: str | None = Non
     and anything that reads them: searches by body, exports, redrives. The one rule every path
     that touches a body asks: the operator role, on the group (a dead-letter queue's) or the
     topic (a message's) when one is named."""
-    from .identity.grants import scope_of
+    from .grants import scope_of
 
     scope = scope_of(user)
     if group is not None:
@@ -119,13 +119,13 @@ def _hidden(data):
 
 def roles_of(user) -> list[str]:
     """The roles the user holds somewhere (on every group, or on a scope of grants)."""
-    from .identity.grants import scope_of
+    from .grants import scope_of
 
     return scope_of(user).roles()
 
 
 # Who may do what, URL by URL: the one table of the console's access rules (docs/security.md's roles
-# table is printed from it, and tests/test_access.py walks it over every URL and role).
+# table is printed from it, and tests/identity/test_access.py walks it over every URL and role).
 # A rule names the permission needed; the roles holding it are in ROLE_PERMISSIONS. Views and
 # services enforce these rules themselves; this table is what they are checked against.
 STAFF = "staff"  # the Django admin: is_staff users (the admin role)

@@ -11,12 +11,11 @@ import threading
 
 import pytest
 
-from consumers import access
 from consumers.changes import workflow
 from consumers.changes.models import AuditEvent, ChangeRequest
 from consumers.changes.workflow import Actor
+from consumers.identity import access, create_token
 from consumers.models import Cluster
-from consumers.tokens import services as tokens
 from tests.conftest import PASSWORD
 from tests.test_browser import log_in
 
@@ -74,7 +73,7 @@ def test_another_site_cannot_approve_through_the_approvers_browser(
     change = workflow.submit(actor=Actor(personas["operator"], "10.0.0.1"), cluster=cluster, group="orders",
                              kind="reset", params={"strategy": "earliest"}, plan={"rows": [], "totals": {}},
                              reason="replay")  # fmt: skip
-    _, secret = tokens.create(personas["approver"], name="script", days=1)
+    _, secret = create_token(personas["approver"], name="script", days=1)
     refusals = []
     real = access._write_refused
 

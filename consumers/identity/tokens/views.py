@@ -8,9 +8,9 @@ from django.contrib import messages as flash
 from django.shortcuts import redirect, render
 
 from ..access import console_action, console_page, remote_addr
-from ..identity.grants import PatternError, patterns
-from ..identity.scope import EVERY, Rule
+from ..grants import PatternError, patterns
 from ..roles import ROLES
+from ..scope import EVERY, Rule
 from . import services
 
 
