@@ -9,6 +9,7 @@ and a missing page is the console's own 404."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -124,3 +125,78 @@ def _hashed(href: str) -> bool:
     name = Path(href.split("?")[0]).name
     parts = name.split(".")
     return len(parts) >= 3 and len(parts[-2]) == 12 and all(c in "0123456789abcdef" for c in parts[-2])
+
+
+# An English sentence almost always holds one of these words; the identifiers a page shows
+# (group, topic, broker and client names, state names, numbers) are removed before looking.
+ENGLISH_WORDS = re.compile(
+    r"\b(the|of|and|or|to|in|is|are|was|for|with|from|by|this|that|no|not|none|never|all|each|has|have"
+    r"|been|yet|than|when|which|will|can|there|their|its|any|only|last|first|since|after|before)\b",
+    re.IGNORECASE,
+)
+# a token with a digit or one of RocketMQ's name characters in it is a name, not a word
+NAME_TOKEN = re.compile(r"\S*[0-9_%@#:/.\-]\S*")
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def english_left(text: str) -> list[str]:
+    """The lines of a page's text that still read as English, names and identifiers aside."""
+    found = []
+    for line in text.splitlines():
+        words = NAME_TOKEN.sub(" ", line)
+        if ENGLISH_WORDS.search(words):
+            found.append(line.strip())
+    return found
+
+
+def test_the_english_check_sees_a_sentence_and_not_names():
+    assert english_left("消费者组\nNo statistics yet.\nlocal  payments-orders  STALLED") == ["No statistics yet."]
+    assert english_left("群组 orders-in-2 %RETRY%to_the 12:30 broker-a") == []
+
+
+def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_english_is_kept(
+    browser, production_server, settled
+):
+    base, group = production_server, settled.lagging.group
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors = watch_errors(page)
+    try:
+        page.goto(base + "/groups/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit], button[type=submit]")
+        page.wait_for_url(base + "/groups/")
+        pages = ["/", "/groups/", f"/groups/local/{group}/", f"/groups/local/{group}/reset/", "/dlq/", "/stats/",
+                 "/reports/"]  # fmt: skip
+        for path in pages:
+            assert page.goto(base + path).status == 200, path
+            page.wait_for_load_state("networkidle")
+            if path.endswith("/reset/"):  # the reset form with its preview
+                page.select_option("#id_strategy", "earliest")
+                page.wait_for_selector("#plan tr.plan-row", timeout=30_000)
+            assert page.evaluate("document.documentElement.lang") == "zh-hans", path
+            text = page.evaluate("document.querySelector('main').innerText")
+            assert HAN.search(text), (path, text[:500])
+            assert english_left(text) == [], (path, english_left(text))
+        assert errors == []
+
+        # the switch in the header: English, kept on the user (a new browser still asking for
+        # Chinese signs in and reads English)
+        page.click("#language-switch button[value=en]")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("document.documentElement.lang") == "en"
+    finally:
+        context.close()
+    again = browser.new_context(locale="zh-CN")
+    page = again.new_page()
+    try:
+        page.goto(base + "/groups/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit], button[type=submit]")
+        page.wait_for_url(base + "/groups/")
+        assert page.evaluate("document.documentElement.lang") == "en"
+        assert not HAN.search(page.evaluate("document.querySelector('main').innerText"))
+    finally:
+        again.close()
