@@ -224,6 +224,8 @@ LANGUAGE_CODE = env_str("LANGUAGE_CODE", "en")
 if LANGUAGE_CODE not in {code for code, _ in LANGUAGES}:
     raise ImproperlyConfigured(f"LANGUAGE_CODE must be one of en, zh-hans, not {LANGUAGE_CODE!r}")
 LOCALE_PATHS = [ASSETS_DIR / "locale"]
+# dates as ISO 8601 in English (Django's en: 11/23/2026); Chinese keeps Django's own formats
+FORMAT_MODULE_PATH = ["consumers.languages.formats"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

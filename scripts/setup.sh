@@ -14,6 +14,8 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 command -v msgfmt >/dev/null || missing+=(gettext)  # compilemessages (the Chinese interface)
 if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # a CJK font (the smallest: 1.6 MB): without one chromium prints a Chinese PDF report as boxes
+  [ -n "$(fc-list :lang=zh 2>/dev/null)" ] || missing+=(fonts-wqy-microhei)
   command -v pdftotext >/dev/null || missing+=(poppler-utils)  # the PDF report tests read the PDFs
   command -v promtool >/dev/null || missing+=(prometheus)  # the metrics tests scrape and check rules
   command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)  # the alert tests deliver to it

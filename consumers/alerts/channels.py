@@ -10,6 +10,12 @@ Alertmanager forgets an alert that is not posted again before its endsAt: a firi
 posted with endsAt ALERTMANAGER_HOLD_SECONDS ahead and again every minute
 (refresh_alertmanagers), so it stays active while it fires, and expires by itself if the
 console stops.
+
+Languages: an e-mail reaches each recipient in their language (language_for_address: the
+saved language of the user with that address, else the site default), one message per
+language (_email). Slack's text and Alertmanager's annotations have no reader we know: the
+site default (LANGUAGE_CODE). The webhook's JSON is data, in English whatever the language (its
+field names and the evidence as the API gives it).
 """
 
 from __future__ import annotations
@@ -24,10 +30,14 @@ import urllib.error
 import urllib.request
 
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage, get_connection
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
+from ..languages.evidence import translate_evidence
+from ..languages.preferences import by_language, site_language
+from ..live.health import SEVERITY
 from .models import Alert, Channel, Delivery
 
 log = logging.getLogger(__name__)
@@ -71,7 +81,7 @@ def _alert(alert: Alert, event: str) -> dict:
 # Without CONSOLE_BASE_URL the console cannot know the address its users open (a guess such as
 # http://127.0.0.1:8000 sent every receiver to its own machine): the message has no link, its
 # page's path instead, and says why. `manage.py check` warns in production (consumers/checks.py).
-NO_BASE_URL = "no link: CONSOLE_BASE_URL is not configured"
+NO_BASE_URL = gettext_noop("no link: CONSOLE_BASE_URL is not configured")  # translated by where()
 
 
 def path(alert: Alert) -> str:
@@ -88,31 +98,50 @@ def link(alert: Alert) -> str | None:
 
 def where(a: dict) -> str:
     """The link, or the page's path and why there is no link (for text messages)."""
-    return a["url"] or f"{a['path']} in the console ({NO_BASE_URL})"
+    if a["url"]:
+        return a["url"]
+    return gettext("%(path)s in the console (%(why)s)") % {"path": a["path"], "why": gettext(NO_BASE_URL)}
 
 
 def send(delivery: Delivery) -> str:
     """Send it; returns what the receiver answered (for the log), raises SendError."""
     channel = delivery.channel
     body = message(delivery)
+    if channel.kind == Channel.Kind.EMAIL:
+        return _email(channel, body, delivery.attempts)
     sender = {
         Channel.Kind.WEBHOOK: _webhook,
         Channel.Kind.SLACK: _slack,
-        Channel.Kind.EMAIL: _email,
         Channel.Kind.ALERTMANAGER: _alertmanager,
     }[channel.kind]
-    return sender(channel, body)
+    with site_language():  # whatever a task before left active in this worker
+        return sender(channel, body)
 
 
 def headline(body: dict) -> str:
-    """One line (mail subjects and chat lines break on a newline)."""
+    """One line (mail subjects and chat lines break on a newline), in the active language."""
     a = body["alert"]
     what = f"{a['cluster']} {a['subject']}".strip()
     if body["event"] == "resolved":
-        line = f"[resolved] {a['rule']}: {what}: {a['resolved_because']}"
+        values = {"rule": a["rule"], "what": what, "why": evidence_text(a["resolved_because"])}
+        line = gettext("[resolved] %(rule)s: %(what)s: %(why)s") % values
     else:
-        line = f"[{a['severity']}] {a['rule']}: {what}: {a['evidence']}"
+        line = f"[{a['severity']}] {a['rule']}: {what}: {evidence_text(a['evidence'])}"
     return " ".join(line.split())
+
+
+def evidence_text(text: str | None) -> str:
+    """An alert's evidence (English, as stored and in the webhook's JSON) in the active language
+    where it is made of health findings ("STOPPED: <finding>; ..."), whose sentences the
+    console knows (languages/evidence.py); anything else as it is."""
+    parts = []
+    for part in (text or "").split("; "):
+        state, colon, rest = part.partition(": ")
+        if colon and state in SEVERITY:
+            parts.append(f"{state}: {translate_evidence(rest)}")
+        else:
+            parts.append(translate_evidence(part))
+    return "; ".join(parts)
 
 
 def _webhook(channel: Channel, body: dict) -> str:
@@ -127,7 +156,8 @@ def _webhook(channel: Channel, body: dict) -> str:
 def _slack(channel: Channel, body: dict) -> str:
     # Slack's mrkdwn reads &, < and > as markup: escaped, as its documentation asks
     a = body["alert"]
-    link_line = f"<{a['url']}|open in the console>" if a["url"] else _mrkdwn(where(a))
+    open_text = _mrkdwn(gettext("open in the console"))
+    link_line = f"<{a['url']}|{open_text}>" if a["url"] else _mrkdwn(where(a))
     text = f"{_mrkdwn(headline(body))}\n{link_line}"
     return _post(channel.url, json.dumps({"text": text}).encode(), {})
 
@@ -162,6 +192,7 @@ def _alertmanager_entry(body: dict) -> dict:
     return entry
 
 
+@site_language()
 def refresh_alertmanagers() -> int:
     """Post again every firing, not silenced alert that an Alertmanager channel was told of
     (one request per channel); returns how many channels answered."""
@@ -181,18 +212,69 @@ def refresh_alertmanagers() -> int:
     return answered
 
 
-def _email(channel: Channel, body: dict) -> str:
-    a = body["alert"]
-    lines = [headline(body), "", f"Rule: {a['rule']} ({a['severity']})", f"Cluster: {a['cluster']}"]
-    if a["subject"]:
-        lines.append(f"{a['scope'].capitalize()}: {a['subject']}")
-    lines += [f"Evidence: {a['evidence']}", f"Since: {a['fired_at']}", f"Open: {where(a)}"]
+# an e-mail attempt that reached some of its languages and not all says whom it reached, first
+# in its result (the delivery's log): the next attempt sends only to the others (_email)
+ACCEPTED = "accepted by "
+
+
+def _email(channel: Channel, body: dict, attempts: list) -> str:
+    """One message per language of the recipients (by_language), each in its language.
+
+    A delivery is one row, sent or not (delivery.py), but its languages are separate SMTP
+    messages: a server may take one and refuse the next. So all are written before any is sent
+    (a bug sends none), go through one connection opened first (a server that is down gets
+    none), and an attempt that got some through says whom, at the start of its result (the
+    only record an attempt keeps); the retry sends to the others only, so no address gets an
+    alert twice (what the network cannot promise aside: see delivery.py)."""
+    done = _accepted(attempts)
+    messages = []
+    for language, recipients in by_language(a for a in channel.recipient_list() if a not in done).items():
+        with translation.override(language):
+            subject, text = _email_text(body)
+        messages.append(EmailMessage(subject, text, settings.DEFAULT_FROM_EMAIL, recipients))
+    accepted = []
     try:
-        send_mail(f"[RocketMQ console] {headline(body)}"[:200], "\n".join(lines), settings.DEFAULT_FROM_EMAIL,
-                  channel.recipient_list())  # fmt: skip
+        with get_connection(fail_silently=False) as connection:
+            for mail in messages:
+                connection.send_messages([mail])
+                accepted += mail.to
     except (smtplib.SMTPException, OSError) as exc:
-        raise SendError(f"{type(exc).__name__}: {exc}") from exc
-    return f"mailed to {len(channel.recipient_list())} address(es)"
+        failure = f"{type(exc).__name__}: {exc}"
+        raise SendError(f"{ACCEPTED}{', '.join(accepted)}; {failure}" if accepted else failure) from exc
+    return f"mailed to {len(accepted)} address(es)" + (f", {len(done)} before" if done else "")
+
+
+def _email_text(body: dict) -> tuple[str, str]:
+    a = body["alert"]
+    lines = [
+        headline(body),
+        "",
+        gettext("Rule: %(rule)s (%(severity)s)") % {"rule": a["rule"], "severity": a["severity"]},
+        gettext("Cluster: %(cluster)s") % {"cluster": a["cluster"]},
+    ]
+    if a["subject"]:
+        subject_line = gettext("Broker: %(name)s") if a["scope"] == "broker" else gettext("Group: %(name)s")
+        lines.append(subject_line % {"name": a["subject"]})
+    lines += [
+        gettext("Evidence: %(evidence)s") % {"evidence": evidence_text(a["evidence"])},
+        gettext("Since: %(at)s") % {"at": a["fired_at"]},
+        gettext("Open: %(where)s") % {"where": where(a)},
+    ]
+    console = gettext("RocketMQ console")
+    return f"[{console}] {headline(body)}"[:200], "\n".join(lines)
+
+
+def _accepted(attempts: list) -> set[str]:
+    """The addresses earlier attempts got the message to (ACCEPTED); a result cut short at its
+    end (delivery.py keeps 300 characters) loses its last, partial address: sent again."""
+    done = set()
+    for attempt in attempts:
+        result = attempt.get("result", "")
+        if not attempt.get("ok") and result.startswith(ACCEPTED):
+            listed, complete, _ = result[len(ACCEPTED) :].partition("; ")
+            addresses = listed.split(", ")
+            done.update(addresses if complete else addresses[:-1])
+    return done
 
 
 def _post(url: str, data: bytes, headers: dict) -> str:

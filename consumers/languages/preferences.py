@@ -49,6 +49,16 @@ def language_for_address(address: str) -> str:
     return settings.LANGUAGE_CODE
 
 
+def by_language(addresses) -> dict[str, list[str]]:
+    """The addresses grouped by the language to write to each in (language_for_address): one
+    message per language, each recipient reading their own. Ordered by language code, so a
+    retry sends the groups in the same order."""
+    groups: dict[str, list[str]] = {}
+    for address in addresses:
+        groups.setdefault(language_for_address(address), []).append(address)
+    return dict(sorted(groups.items()))
+
+
 @contextmanager
 def site_language():
     """Text written outside any request (tasks, e-mails to several people) in LANGUAGE_CODE."""

@@ -14,48 +14,51 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext_lazy as _
 
 from ..identity import EVERYTHING, VIEW, Scope, scope_q
 from ..models import Cluster
 from ..stats.models import ClusterDay, GroupDay
 from ..stats.selectors import LOW_COVERAGE, coverage_text, days_between, output_table
 
-# (key, header, kind): kind drives the XLSX number format and the PDF's alignment
+# (key, header, kind): kind drives the XLSX number format and the PDF's alignment; the headers are
+# lazy, so each file gets them in the language it is written in (services.build_report)
 DETAIL_COLUMNS = [
-    ("cluster", "cluster", "text"),
-    ("group", "group", "text"),
-    ("period", "period start (UTC)", "period"),
-    ("status", "status", "text"),
-    ("coverage", "coverage", "percent"),
-    ("consumed", "consumed", "int"),
-    ("produced", "produced", "int"),
-    ("retries", "retries", "int"),
-    ("dlq_arrivals", "DLQ arrivals", "int"),
-    ("resets", "resets", "int"),
-    ("incidents", "incidents", "int"),
-    ("lag_p50", "lag p50 (msgs)", "float"),
-    ("lag_p95", "lag p95 (msgs)", "float"),
-    ("lag_max", "lag max (msgs)", "float"),
-    ("lag_seconds_p50", "lag p50 (s)", "float"),
-    ("lag_seconds_p95", "lag p95 (s)", "float"),
-    ("lag_seconds_max", "lag max (s)", "float"),
-    ("breach_minutes", "SLO breach (min)", "float"),
-    ("slo_seconds", "SLO (s)", "float"),
+    ("cluster", _("cluster"), "text"),
+    ("group", _("group"), "text"),
+    ("period", _("period start (UTC)"), "period"),
+    ("status", _("status"), "text"),
+    ("coverage", _("coverage"), "percent"),
+    ("consumed", _("consumed"), "int"),
+    ("produced", _("produced"), "int"),
+    ("retries", _("retries"), "int"),
+    ("dlq_arrivals", _("DLQ arrivals"), "int"),
+    ("resets", _("resets"), "int"),
+    ("incidents", _("incidents"), "int"),
+    ("lag_p50", _("lag p50 (msgs)"), "float"),
+    ("lag_p95", _("lag p95 (msgs)"), "float"),
+    ("lag_max", _("lag max (msgs)"), "float"),
+    ("lag_seconds_p50", _("lag p50 (s)"), "float"),
+    ("lag_seconds_p95", _("lag p95 (s)"), "float"),
+    ("lag_seconds_max", _("lag max (s)"), "float"),
+    ("breach_minutes", _("SLO breach (min)"), "float"),
+    ("slo_seconds", _("SLO (s)"), "float"),
 ]
 SUMMARY_COLUMNS = [
-    ("cluster", "cluster", "text"),
-    ("group", "group", "text"),
-    ("periods", "periods with statistics", "int"),
-    ("missing", "periods without", "int"),
-    ("coverage", "coverage", "percent"),
-    ("consumed", "consumed", "int"),
-    ("produced", "produced", "int"),
-    ("retries", "retries", "int"),
-    ("dlq_arrivals", "DLQ arrivals", "int"),
-    ("incidents", "incidents", "int"),
-    ("breach_minutes", "SLO breach (min)", "float"),
-    ("lag_seconds_p95", "worst p95 lag (s)", "float"),
-    ("lag_max", "max lag (msgs)", "float"),
+    ("cluster", _("cluster"), "text"),
+    ("group", _("group"), "text"),
+    ("periods", _("periods with statistics"), "int"),
+    ("missing", _("periods without"), "int"),
+    ("coverage", _("coverage"), "percent"),
+    ("consumed", _("consumed"), "int"),
+    ("produced", _("produced"), "int"),
+    ("retries", _("retries"), "int"),
+    ("dlq_arrivals", _("DLQ arrivals"), "int"),
+    ("incidents", _("incidents"), "int"),
+    ("breach_minutes", _("SLO breach (min)"), "float"),
+    ("lag_seconds_p95", _("worst p95 lag (s)"), "float"),
+    ("lag_max", _("max lag (msgs)"), "float"),
 ]
 SUMMED = ("consumed", "produced", "retries", "dlq_arrivals", "incidents", "breach_minutes")
 WORST = ("lag_seconds_p95", "lag_max")
@@ -84,14 +87,27 @@ class ReportContent:
 
     @property
     def notes(self) -> list[str]:
-        notes = [f"Times are {self.time_zone}. Empty cells are unknown (no statistics), never zero."]
+        times = gettext("Times are %(zone)s. Empty cells are unknown (no statistics), never zero.")
+        notes = [times % {"zone": self.time_zone}]
         for cluster, share in self.coverage.items():
             if share is None:
-                notes.append(f"{cluster}: no statistics at all in this range.")
+                notes.append(gettext("%(cluster)s: no statistics at all in this range.") % {"cluster": cluster})
             elif share < 1.0:
-                recorded = coverage_text(share)
-                notes.append(f"{cluster}: only {recorded} of the expected polls were recorded in this range.")
+                partial = gettext("%(cluster)s: only %(recorded)s of the expected polls were recorded in this range.")
+                notes.append(partial % {"cluster": cluster, "recorded": coverage_text(share)})
         return notes
+
+
+def granularity_text(granularity: str) -> str:
+    """daily or hourly, in words of the active language (the code stays in file names)."""
+    if granularity == "hourly":
+        return pgettext("report granularity", "hourly")
+    return pgettext("report granularity", "daily")
+
+
+def has_statistics(row: dict) -> bool:
+    """A detail row of a period with statistics (a gap's row has no polls)."""
+    return "polls" in row
 
 
 def periods_of(spec: ReportSpec) -> list:
@@ -103,18 +119,18 @@ def periods_of(spec: ReportSpec) -> list:
 
 def build_content(spec: ReportSpec, progress: Callable[[int, str], None] = lambda pct, stage: None) -> ReportContent:
     periods = periods_of(spec)
-    progress(5, "reading the statistics")
+    progress(5, gettext("reading the statistics"))
     rows = _daily_rows(spec) if spec.granularity == "daily" else _hourly_rows(spec)
     source = (
-        "nightly statistics, daily rows (database)"
+        gettext("nightly statistics, daily rows (database)")
         if spec.granularity == "daily"
-        else "nightly statistics, hourly aggregates (Parquet)"
+        else gettext("nightly statistics, hourly aggregates (Parquet)")
     )
     content = ReportContent(spec=spec, source=source, generated_at=timezone.now(), periods=periods)
     by_group: dict[tuple[str, str], dict] = defaultdict(dict)
     for row in rows:
         by_group[(row["cluster"], row["group"])][row["period"]] = row
-    progress(30, f"laying out {len(by_group)} groups")
+    progress(30, gettext("laying out %(groups)s groups") % {"groups": len(by_group)})
     for (cluster, group), found in sorted(by_group.items()):
         for period in periods:
             row = found.get(period)
@@ -125,14 +141,15 @@ def build_content(spec: ReportSpec, progress: Callable[[int, str], None] = lambd
 
 
 def _detail(cluster: str, group: str, period, row: dict | None) -> dict:
+    # the status is words for people, in the report's language (the coverage column has the number)
     if row is None:
-        return {"cluster": cluster, "group": group, "period": period, "status": "no statistics"}
+        return {"cluster": cluster, "group": group, "period": period, "status": gettext("no statistics")}
     if row["coverage"] >= 1.0:
-        status = "ok"
+        status = pgettext("report status", "ok")
     elif row["coverage"] >= LOW_COVERAGE:
-        status = f"partial coverage ({coverage_text(row['coverage'])})"
+        status = gettext("partial coverage (%(coverage)s)") % {"coverage": coverage_text(row["coverage"])}
     else:
-        status = f"low coverage ({row['coverage']:.0%})"
+        status = gettext("low coverage (%(coverage)s)") % {"coverage": f"{row['coverage']:.0%}"}
     return {**row, "status": status}
 
 
@@ -162,7 +179,7 @@ def _matches(cluster: str, group: str, spec: ReportSpec) -> bool:
 
 
 def _daily_rows(spec: ReportSpec) -> list[dict]:
-    keys = ["cluster", "group", "date", *(k for k, _, _ in DETAIL_COLUMNS[4:] if k != "status"), "polls"]
+    keys = ["cluster", "group", "date", *(k for k, _label, _kind in DETAIL_COLUMNS[4:] if k != "status"), "polls"]
     keys.append("expected_polls")
     query = spec_rows(spec)
     return [{**row, "period": row.pop("date")} for row in query.values(*keys)]

@@ -1,11 +1,17 @@
 """A report as CSV: the per-period rows (gaps included, empty cells for unknown), UTC times in
-ISO 8601, and the source in every row so the file stands on its own."""
+ISO 8601, and the source in every row so the file stands on its own.
+
+The headers (and the words: status, source) are in the report's language; the values stay
+machine-readable in every language: numbers unformatted (no grouping, a point for decimals),
+dates and times ISO 8601, so a script or a spreadsheet reads a Chinese file as an English one."""
 
 from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
+
+from django.utils.translation import gettext
 
 from ..csvstream import csv_writer
 from .content import DETAIL_COLUMNS, ReportContent
@@ -30,6 +36,6 @@ def cell(value):
 def write_csv(content: ReportContent, path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv_writer(handle)  # formula-safe: group names come from the brokers
-        writer.writerow([header for _, header, _ in DETAIL_COLUMNS] + ["source"])
+        writer.writerow([str(header) for _, header, _ in DETAIL_COLUMNS] + [gettext("source")])
         for row in content.detail:
             writer.writerow([cell(row.get(key)) for key, _, _ in DETAIL_COLUMNS] + [content.source])

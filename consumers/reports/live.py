@@ -1,27 +1,33 @@
 """ "Report now": the current lag of every queue from the live snapshot in Redis, as CSV or
 XLSX. No client addresses (reports go to people outside operations); a queue we could not read
-says why in its status, with empty numbers rather than zeros."""
+says why in its status, with empty numbers rather than zeros. Headers and words in the language
+of the page it is downloaded from; the values as in the saved reports (csvfile, xlsx)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+from collections.abc import Iterator
 from io import BytesIO
 
+from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext_lazy as _
 from openpyxl import Workbook
 
 from ..csvstream import csv_writer
 from ..identity import EVERYTHING, Scope
+from ..languages.evidence import translate_evidence
 from ..live import snapshots
 from ..models import Cluster
 from .csvfile import cell
 from .xlsx import write_sheet
 
 COLUMNS = [
-    ("cluster", "cluster", "text"), ("group", "group", "text"), ("topic", "topic", "text"),
-    ("broker", "broker", "text"), ("queue_id", "queue", "int"), ("retry", "retry topic", "bool"),
-    ("max", "broker offset", "int"), ("consumer", "consumer offset", "int"), ("lag", "lag (msgs)", "int"),
-    ("lag_seconds", "lag (s)", "float"), ("last_consumed", "last consumed (UTC)", "datetime"),
-    ("as_of", "read at (UTC)", "datetime"), ("status", "status", "text"),
+    ("cluster", _("cluster"), "text"), ("group", _("group"), "text"), ("topic", _("topic"), "text"),
+    ("broker", _("broker"), "text"), ("queue_id", _("queue"), "int"), ("retry", _("retry topic"), "bool"),
+    ("max", _("broker offset"), "int"), ("consumer", _("consumer offset"), "int"), ("lag", _("lag (msgs)"), "int"),
+    ("lag_seconds", _("lag (s)"), "float"), ("last_consumed", _("last consumed (UTC)"), "datetime"),
+    ("as_of", _("read at (UTC)"), "datetime"), ("status", _("status"), "text"),
 ]  # fmt: skip
 
 
@@ -36,7 +42,8 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
             if group_filter.lower() not in name.lower() or not scope.sees_group(cluster.name, name):
                 continue
             for queue in doc.queues:
-                status = queue.stale_reason or doc.stale_reason or ("ok" if queue.lag is not None else "unknown")
+                known = pgettext("report status", "ok") if queue.lag is not None else gettext("unknown")
+                status = translate_evidence(queue.stale_reason or doc.stale_reason) or known
                 rows.append(
                     {
                         "cluster": cluster.name, "group": name, "topic": queue.topic, "broker": queue.broker,
@@ -49,16 +56,16 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
     return rows
 
 
-def live_csv_lines(rows: list[dict]):
+def live_csv_lines(rows: list[dict]) -> Iterator[str]:
     writer = csv_writer()
-    yield writer.writerow([label for _, label, _ in COLUMNS])
-    for row in rows:
-        yield writer.writerow([cell(row[key]) for key, _, _ in COLUMNS])
+    # the header now, in the request's language: the lines are written after the view has returned
+    header = writer.writerow([str(label) for _key, label, _kind in COLUMNS])
+    return itertools.chain([header], (writer.writerow([cell(row[key]) for key, _l, _k in COLUMNS]) for row in rows))
 
 
 def live_xlsx(rows: list[dict]) -> bytes:
     book = Workbook(write_only=True)
-    write_sheet(book, "Lag now", COLUMNS, rows)
+    write_sheet(book, gettext("Lag now"), COLUMNS, rows)
     buffer = BytesIO()
     book.save(buffer)
     return buffer.getvalue()

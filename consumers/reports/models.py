@@ -37,6 +37,9 @@ class Report(models.Model):
     granularity = models.CharField(max_length=8, choices=Granularity.choices, default=Granularity.DAILY)
     formats = models.JSONField(default=list)
     trigger = models.CharField(max_length=16, default="page")  # page, scheduled
+    # the language of its title and files (a code of LANGUAGES; services.request_report says
+    # which); empty (reports made before there was a choice): the site default when built
+    language = models.CharField(max_length=16, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -1,10 +1,17 @@
 """A report as PDF: an HTML page (title, parameters, summary table, the console's own plotly
 figures, per-group tables) printed by the Debian chromium in headless mode. The charts are
 drawn by the same plotly.js the pages use, from the same figure functions (stats/charts.py),
-so a chart in the PDF is the chart on the screen."""
+so a chart in the PDF is the chart on the screen.
+
+It is written in the active language (services.build_report): headings, labels, chart titles,
+axes and legends translated, numbers and dates formatted for the locale (the report_cell tag,
+the date filter with the locale's SHORT_DATE_FORMAT), and plotly.js given the language's month
+names and date orders. Chinese needs a CJK font on the worker (fonts-wqy-microhei, see
+docs/deployment.md), or chromium prints boxes."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import tempfile
@@ -16,7 +23,7 @@ from django.template.loader import render_to_string
 
 from .. import jobprocess
 from ..stats import charts
-from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
+from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent, granularity_text, has_statistics
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 CHROMIUM_FLAGS = [
@@ -67,7 +74,7 @@ def figures(content: ReportContent, worst: list[dict]) -> list[dict]:
         by_group.setdefault((row["cluster"], row["group"]), {})[row["period"]] = row
     for group in worst[:5]:
         found = by_group[(group["cluster"], group["group"])]
-        rows = {p: r for p, r in found.items() if r.get("status") != "no statistics"}
+        rows = {p: r for p, r in found.items() if has_statistics(r)}
         slo = next((r.get("slo_seconds") for r in rows.values() if r.get("slo_seconds") is not None), None)
         figure = charts.lag_figure(periods, rows, seconds=True, slo=slo)
         figure["layout"]["title"]["text"] = f"{group['group']}: " + figure["layout"]["title"]["text"]
@@ -110,6 +117,9 @@ def render_html(content: ReportContent, title: str) -> str:
             ],
             "tables_limited": len(content.summary) > len(worst),
             "table_limit": settings.REPORT_PDF_GROUP_TABLES,
+            "granularity": granularity_text(content.spec.granularity),
+            # the language's plotly.js locale, as JSON in an attribute (autoescaped: data, not script)
+            "plotly_locale": json.dumps(locale) if (locale := charts.plotly_locale()) else "",
         },
     )
 

@@ -4,6 +4,12 @@
 Nothing is created for a bad request: `check_spec` raises ReportRefused with the reason
 before any row exists. A build moves the report from queued to running with a conditional
 UPDATE, so a task delivered twice builds once.
+
+A report is written in one language (Report.language), its title, files and progress stages:
+the language its maker reads the console in (the view passes it: their saved language, else
+their browser's), language_for_user without a request; a scheduled report's is that of its
+recipients (scheduled_language). Each recipient of its e-mail reads the text in their own
+language (_mail); the attached files are the report's, in its language.
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from .. import audit, claims, jobprocess
 from ..identity import scope_from_wire, scope_to_wire
+from ..languages.preferences import by_language, language_for_address, language_for_user
 from ..models import Cluster
-from .content import ReportSpec, build_content, spec_rows
+from .content import ReportSpec, build_content, granularity_text, spec_rows
 from .csvfile import write_csv
 from .models import Report
 from .pdf import write_pdf
@@ -67,18 +75,34 @@ def check_spec(spec: ReportSpec) -> None:
 
 
 def title_of(spec: ReportSpec) -> str:
-    days = spec.first.isoformat() if spec.first == spec.last else f"{spec.first} to {spec.last}"
-    groups = f", groups containing '{spec.group_filter}'" if spec.group_filter else ""
-    return f"Lag report {', '.join(spec.clusters)}{groups}, {days} ({spec.granularity}, UTC)"
+    """The report's title in the active language (dates in ISO 8601 in every language: the
+    title is also the e-mail's subject, and a file's name has the same dates)."""
+    if spec.first == spec.last:
+        days = spec.first.isoformat()
+    else:
+        days = gettext("%(first)s to %(last)s") % {"first": spec.first, "last": spec.last}
+    values = {"clusters": ", ".join(spec.clusters), "days": days, "granularity": granularity_text(spec.granularity)}
+    if spec.group_filter:
+        title = gettext("Lag report %(clusters)s, groups containing '%(filter)s', %(days)s (%(granularity)s, UTC)")
+        return title % {**values, "filter": spec.group_filter}
+    return gettext("Lag report %(clusters)s, %(days)s (%(granularity)s, UTC)") % values
 
 
-def request_report(spec: ReportSpec, formats: list[str], *, user=None, trigger: str = "page") -> Report:
+def request_report(
+    spec: ReportSpec, formats: list[str], *, user=None, trigger: str = "page", language: str | None = None
+) -> Report:
+    """Save a report to build; `language`: the one to write it in (default: the user's, else
+    the site's)."""
     check_spec(spec)
     wanted = [f for f in FORMAT_ORDER if f in formats]
     if not wanted:
         raise ReportRefused(f"choose at least one format of {', '.join(FORMAT_ORDER)}")
+    language = language or language_for_user(user)
+    with translation.override(language):
+        title = title_of(spec)
     return Report.objects.create(
-        title=title_of(spec),
+        title=title,
+        language=language,
         clusters=list(spec.clusters),
         group_filter=spec.group_filter,
         scope=scope_to_wire(spec.scope),
@@ -120,7 +144,11 @@ def build_report(report_id: int) -> Report:
     report = Report.objects.get(pk=report_id)
     if claimed is None:
         return report
-    with claims.beating(Report, report.pk, claimed.token):
+    # everything the build writes (files, stages) in the report's language, whatever the worker's
+    with (
+        claims.beating(Report, report.pk, claimed.token),
+        translation.override(report.language or settings.LANGUAGE_CODE),
+    ):
         report = _build(report, claimed.token)
     if report.trigger == "scheduled" and report.state == Report.State.READY and settings.REPORT_EMAIL_TO:
         _mail(report)
@@ -147,7 +175,7 @@ def _build(report: Report, token: str) -> Report:
         files = {}
         step = 70 // len(report.formats)
         for index, fmt in enumerate(report.formats):
-            progress(30 + index * step, f"writing {fmt.upper()}")
+            progress(30 + index * step, gettext("writing %(format)s") % {"format": fmt.upper()})
             name = file_name(report, fmt)
             if fmt == "pdf":
                 write_pdf(content, work / name, title=report.title, owner=jobprocess.Owner(Report, report.pk, token))
@@ -223,11 +251,11 @@ def weekly_reports(*, enqueue: Callable[[int], object], today: dt.date | None = 
     cluster without statistics for the week is logged, skipped."""
     today = today or timezone.now().date()
     first, last = today - dt.timedelta(days=7), today - dt.timedelta(days=1)
-    made = []
+    made, language = [], scheduled_language()
     for cluster in Cluster.objects.order_by("name").values_list("name", flat=True):
         spec = ReportSpec((cluster,), first, last)
         try:
-            report = request_report(spec, list(FORMAT_ORDER), trigger="scheduled")
+            report = request_report(spec, list(FORMAT_ORDER), trigger="scheduled", language=language)
         except ReportRefused as exc:
             log.warning("weekly report for %s not made: %s", cluster, exc)
             audit.record("report-scheduled", username="scheduler", cluster=cluster, details={"refused": str(exc)})
@@ -239,10 +267,28 @@ def weekly_reports(*, enqueue: Callable[[int], object], today: dt.date | None = 
     return made
 
 
+def scheduled_language() -> str:
+    """The language of the scheduled reports. They are built once, for everyone on
+    REPORT_EMAIL_TO: in the language of those people when all of them read the same one
+    (language_for_address: a saved language, else the site's), else in the site default
+    (LANGUAGE_CODE). A report is a set of files, not one per reader; each still gets the
+    e-mail's text in their own language (_mail)."""
+    languages = {language_for_address(address) for address in settings.REPORT_EMAIL_TO}
+    return languages.pop() if len(languages) == 1 else settings.LANGUAGE_CODE
+
+
 def _mail(report: Report) -> None:
-    message = EmailMessage(subject=report.title, body=f"{report.title}\n\nAttached: PDF and XLSX.",
-                           to=settings.REPORT_EMAIL_TO)  # fmt: skip
-    for fmt in ("pdf", "xlsx"):
-        if fmt in report.files:
-            message.attach_file(str(report_dir(report) / report.files[fmt]))
-    message.send(fail_silently=False)
+    """One message per language of the recipients, the same files attached to each."""
+    spec, written_in = spec_of(report), report.language or settings.LANGUAGE_CODE
+    for language, recipients in by_language(settings.REPORT_EMAIL_TO).items():
+        with translation.override(language):
+            title = title_of(spec)
+            body = gettext("%(title)s\n\nAttached: PDF and XLSX.") % {"title": title}
+            if language != written_in:
+                name = translation.get_language_info(written_in)["name_translated"]
+                body += "\n" + gettext("The attached files are in %(language)s.") % {"language": name}
+        message = EmailMessage(subject=title, body=body, to=recipients)
+        for fmt in ("pdf", "xlsx"):
+            if fmt in report.files:
+                message.attach_file(str(report_dir(report) / report.files[fmt]))
+        message.send(fail_silently=False)

@@ -9,7 +9,7 @@ import dataclasses
 from django.contrib import messages as flash
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from .. import audit
 from ..csvstream import attachment
@@ -54,7 +54,9 @@ def create(request):
         return bad_request(request, f"Invalid report: {form.errors.as_text()}")
     spec = dataclasses.replace(form.spec(), scope=scope_of(request.user))
     try:
-        report = services.request_report(spec, form.cleaned_data["formats"], user=request.user)
+        # written in the language the maker reads this page in: their saved one, else their browser's
+        language = translation.get_language()
+        report = services.request_report(spec, form.cleaned_data["formats"], user=request.user, language=language)
     except services.ReportRefused as exc:
         return bad_request(request, f"Report refused: {exc}")
     build_report.delay(report.pk)

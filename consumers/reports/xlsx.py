@@ -1,20 +1,25 @@
 """A report as XLSX (openpyxl, write-only: rows stream to the file): an About sheet with the
 parameters, source, time zone and coverage; a Summary sheet; a Daily or Hourly sheet. Cells are
 typed (dates, integers, decimals, percentages) with number formats, headers are frozen and
-filterable, unknown values are empty cells."""
+filterable, unknown values are empty cells.
+
+Sheet names, headers and labels are in the report's language; the cells keep their types in
+every language (a number is a number, a date a date). The number formats are Excel's codes, in
+which "," and "." stand for the reader's own separators: the spreadsheet shows them the local way."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
 
+from django.utils.translation import gettext, pgettext
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from ..csvstream import safe_cell
-from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent
+from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent, granularity_text
 
 NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@",
                   "datetime": "yyyy-mm-dd hh:mm:ss", "bool": "General"}  # fmt: skip
@@ -25,32 +30,35 @@ BOLD = Font(bold=True)
 def write_xlsx(content: ReportContent, path: Path) -> None:
     book = Workbook(write_only=True)
     _about(book, content)
-    write_sheet(book, "Summary", SUMMARY_COLUMNS, content.summary)
-    name = "Daily" if content.spec.granularity == "daily" else "Hourly"
+    write_sheet(book, gettext("Summary"), SUMMARY_COLUMNS, content.summary)
+    name = gettext("Daily") if content.spec.granularity == "daily" else gettext("Hourly")
     write_sheet(book, name, DETAIL_COLUMNS, content.detail, hourly=content.spec.granularity == "hourly")
     book.save(path)
 
 
 def _about(book: Workbook, content: ReportContent) -> None:
-    sheet = book.create_sheet("About")
+    sheet = book.create_sheet(pgettext("report sheet", "About"))
     sheet.column_dimensions["A"].width = 22
     sheet.column_dimensions["B"].width = 90
     spec = content.spec
+    groups = gettext("containing '%(filter)s'") % {"filter": spec.group_filter}
     rows = [
-        ("Lag report", ""),
-        ("clusters", ", ".join(spec.clusters)),
-        ("groups", f"containing '{spec.group_filter}'" if spec.group_filter else "all"),
-        ("from", spec.first),
-        ("to", spec.last),
-        ("granularity", spec.granularity),
-        ("source", content.source),
-        ("time zone", content.time_zone),
-        ("generated", content.generated_at.astimezone(dt.UTC).replace(tzinfo=None)),
+        (gettext("Lag report"), ""),
+        (gettext("clusters"), ", ".join(spec.clusters)),
+        (gettext("groups"), groups if spec.group_filter else gettext("all")),
+        (gettext("from"), spec.first),
+        (gettext("to"), spec.last),
+        (gettext("granularity"), granularity_text(spec.granularity)),
+        (gettext("source"), content.source),
+        (gettext("time zone"), content.time_zone),
+        (gettext("generated"), content.generated_at.astimezone(dt.UTC).replace(tzinfo=None)),
     ]
-    rows += [(f"coverage {cluster}", share) for cluster, share in content.coverage.items()]
-    rows += [("note", note) for note in content.notes]
+    coverage = gettext("coverage %(cluster)s")
+    rows += [(coverage % {"cluster": cluster}, share) for cluster, share in content.coverage.items()]
+    rows += [(gettext("note"), note) for note in content.notes]
+    unknown = gettext("unknown (no statistics)")
     for label, value in rows:
-        value_cell = WriteOnlyCell(sheet, value=safe_cell("unknown (no statistics)" if value is None else value))
+        value_cell = WriteOnlyCell(sheet, value=safe_cell(unknown if value is None else value))
         if isinstance(value, dt.datetime):
             value_cell.number_format = "yyyy-mm-dd hh:mm:ss"
         elif isinstance(value, dt.date):
@@ -72,7 +80,7 @@ def write_sheet(book: Workbook, title: str, columns, rows: list[dict], *, hourly
     sheet.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{len(rows) + 1}"
     header = []
     for _, label, _ in columns:
-        cell = WriteOnlyCell(sheet, value=safe_cell(label))
+        cell = WriteOnlyCell(sheet, value=safe_cell(str(label)))  # lazy headers: in the active language
         cell.font = BOLD
         header.append(cell)
     sheet.append(header)

@@ -9,7 +9,10 @@ import datetime as dt
 import json
 
 import plotly.graph_objects as go
+from django.utils import translation
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from ..live.health import SEVERITY
 from .selectors import LOW_COVERAGE, coverage_gaps, coverage_text
@@ -30,6 +33,33 @@ STATE_COLOURS = {
     "IDLE": "#90caf9",
     "OK": "#2e7d32",
 }
+
+
+# plotly.js writes the dates of an axis in English ("Nov 23"); another language registers its own
+# month names and date orders (a plotly.js locale: moduleType "locale", its "format" as d3's)
+PLOTLY_LOCALES = {
+    "zh-hans": {
+        "moduleType": "locale",
+        "name": "zh-CN",
+        "dictionary": {},
+        "format": {
+            "days": ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
+            "shortDays": ["周日", "周一", "周二", "周三", "周四", "周五", "周六"],
+            "months": [f"{m}月" for m in range(1, 13)],
+            "shortMonths": [f"{m}月" for m in range(1, 13)],
+            "date": "%Y-%m-%d",
+            "year": "%Y年",
+            "month": "%Y年%-m月",
+            "dayMonth": "%-m月%-d日",
+            "dayMonthYear": "%Y年%-m月%-d日",
+        },
+    },
+}
+
+
+def plotly_locale() -> dict | None:
+    """The plotly.js locale of the active language (None: plotly's own English)."""
+    return PLOTLY_LOCALES.get(translation.get_language())
 
 
 def _dates(days: list) -> list[str]:
@@ -67,24 +97,33 @@ def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -
         half = dt.timedelta(minutes=30) if hourly else dt.timedelta(hours=12)
         figure.add_vrect(x0=middle - half, x1=middle + half, fillcolor="#bdbdbd", opacity=0.3, line_width=0)
     notes = []
+    hourly = bool(days) and isinstance(days[0], dt.datetime)
     if missing:
-        notes.append(f"{len(missing)} of {len(days)} {_unit(days)} without statistics")
+        counts = {"missing": len(missing), "periods": len(days)}
+        if hourly:
+            notes.append(_("%(missing)s of %(periods)s hours without statistics") % counts)
+        else:
+            notes.append(_("%(missing)s of %(periods)s days without statistics") % counts)
     if partial:
         named = ", ".join(f"{_label(p)} {coverage_text(coverage[p])}" for p in partial[:NAMED_PERIODS])
-        more = f" and {len(partial) - NAMED_PERIODS} more" if len(partial) > NAMED_PERIODS else ""
-        low = any(coverage[p] < LOW_COVERAGE for p in partial)
-        shaded = f"; under {LOW_COVERAGE * 100:.0f} % shaded" if low else ""
-        notes.append(f"{len(partial)} {_unit(days, len(partial))} with coverage under 100 %: {named}{more}{shaded}")
+        if len(partial) > NAMED_PERIODS:
+            named += _(" and %(more)s more") % {"more": len(partial) - NAMED_PERIODS}
+        if any(coverage[p] < LOW_COVERAGE for p in partial):
+            named += _("; under %(low)s %% shaded") % {"low": f"{LOW_COVERAGE * 100:.0f}"}
+        if hourly:
+            text = ngettext("%(count)s hour with coverage under 100 %%: %(named)s",
+                            "%(count)s hours with coverage under 100 %%: %(named)s", len(partial))  # fmt: skip
+        else:
+            text = ngettext("%(count)s day with coverage under 100 %%: %(named)s",
+                            "%(count)s days with coverage under 100 %%: %(named)s", len(partial))  # fmt: skip
+        notes.append(text % {"count": len(partial), "named": named})
     return notes
 
 
 def _label(period) -> str:
-    return period.strftime("%m-%d %H:00") if isinstance(period, dt.datetime) else period.isoformat()
-
-
-def _unit(periods: list, count: int = 2) -> str:
-    unit = "hour" if periods and isinstance(periods[0], dt.datetime) else "day"
-    return unit if count == 1 else f"{unit}s"
+    if isinstance(period, dt.datetime):
+        return period.strftime("%m-%d %H:00")
+    return date_format(period, "SHORT_DATE_FORMAT")  # the language's (English: ISO 8601)
 
 
 def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:
@@ -96,11 +135,13 @@ def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:
 def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | None = None) -> dict:
     prefix, unit = ("lag_seconds", _("seconds")) if seconds else ("lag", _("messages"))
     figure = go.Figure()
-    for name, dash in (("p50", "dot"), ("p95", "solid"), ("max", "dash")):
+    # p50 and p95 are names in every language; "max" is a word
+    for name, label, dash in (("p50", "p50", "dot"), ("p95", "p95", "solid"), ("max", _("max"), "dash")):
         values = [_value(rows.get(d), f"{prefix}_{name}") for d in days]
-        figure.add_trace(go.Scatter(x=_dates(days), y=values, name=name, mode="lines+markers", line={"dash": dash}))
+        figure.add_trace(go.Scatter(x=_dates(days), y=values, name=label, mode="lines+markers", line={"dash": dash}))
     if seconds and slo is not None:
-        figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=f"SLO {slo:g} s")
+        slo_text = _("SLO %(seconds)s s") % {"seconds": f"{slo:g}"}
+        figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=slo_text)
     notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
     _layout(figure, _("Daily lag (%(unit)s): p50, p95, max") % {"unit": unit}, notes, y_title=unit)
     return _as_json(figure, days, rows)

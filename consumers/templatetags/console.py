@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django import template
-from django.utils.formats import number_format
+from django.utils.formats import date_format, number_format
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 
@@ -114,8 +114,9 @@ def percent(value) -> str:
 
 @register.simple_tag
 def report_cell(value, columns, index: int):
-    """One cell of a report table: numbers right-aligned and formatted by the column's kind,
-    unknown values marked as unknown (never 0)."""
+    """One cell of a report table: numbers right-aligned and formatted by the column's kind and
+    the active language (grouping, periods as its short dates), unknown values marked as unknown
+    (never 0)."""
     kind = columns[index][2]
     if value is None:
         return format_html('<td class="unknown{}">{}</td>', "" if kind == "text" else " num", gettext("unknown"))
@@ -124,9 +125,11 @@ def report_cell(value, columns, index: int):
     elif kind == "float":
         text = number_format(value, 1, use_l10n=True, force_grouping=True)
     elif kind == "percent":
-        text = f"{value:.1%}"
-    elif kind == "period" and hasattr(value, "hour") and hasattr(value, "tzinfo"):
-        text = value.strftime("%Y-%m-%d %H:%M")
+        text = number_format(value * 100, 1, use_l10n=True) + "%"
+    elif kind == "period" and isinstance(value, dt.datetime):  # an hour (UTC, as the report says)
+        text = date_format(value, "SHORT_DATETIME_FORMAT")
+    elif kind == "period" and isinstance(value, dt.date):
+        return format_html('<td class="text">{}</td>', date_format(value, "SHORT_DATE_FORMAT"))
     else:
         # a name is never broken across lines (Chromium would break it at a hyphen): long ones get smaller
         size = " long" if kind == "text" and len(str(value)) > LONG_NAME else ""

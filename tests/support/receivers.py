@@ -49,11 +49,20 @@ class HttpReceiver:
 
 
 class SmtpReceiver:
+    """Records every message (recipients, raw data). Addresses in `refuse` are refused at RCPT
+    (550), as a server refuses an unknown mailbox; remove them and they are taken again."""
+
     def __init__(self):
-        self.messages = []
+        self.messages, self.refuse = [], set()
         receiver = self
 
         class Handler:
+            async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+                if address in receiver.refuse:
+                    return "550 no such mailbox"
+                envelope.rcpt_tos.append(address)
+                return "250 OK"
+
             async def handle_DATA(self, server, session, envelope):
                 receiver.messages.append({"to": envelope.rcpt_tos, "data": envelope.content.decode()})
                 return "250 OK"
