@@ -228,6 +228,18 @@ def test_evidence_is_parsed_back_and_anything_else_is_left_as_it_is():
         assert translate_evidence("lag grew from 3 to 9 over 120s") == "lag grew from 3 to 9 over 120s"
 
 
+def test_a_diagnostic_is_kept_in_english_and_shown_in_the_readers_language():
+    """The poll writes diagnostics once, in English (the API's `message`); a page parses them back."""
+    from consumers.live.diagnostics import POP_DROPS_FAILURES, UNHELD_QUEUES
+
+    unheld = UNHELD_QUEUES % {"unheld": 2, "queues": 8, "clients": 3, "labels": "t@b#0, t@b#1"}
+    drops = POP_DROPS_FAILURES % {"times": "16 (default)"}
+    with translation.override("zh-hans"):
+        assert translate_evidence(unheld) == "8 个队列中有 2 个没有任何客户端持有，而在线客户端有 3 个：t@b#0, t@b#1"
+        assert "maxReconsumeTimes（16（默认））" in translate_evidence(drops)
+    assert unheld == "2 of 8 queue(s) are held by no client while 3 client(s) are online: t@b#0, t@b#1"
+
+
 def test_switching_language_in_the_header_is_kept_for_the_user_across_sessions(client, east, personas):
     viewer = personas["viewer"]
     client.force_login(viewer)

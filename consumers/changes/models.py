@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class State(models.TextChoices):
@@ -31,8 +32,8 @@ FINAL_STATES = {State.DONE, State.PARTIAL, State.FAILED, State.REJECTED, State.E
 
 class ChangeRequest(models.Model):
     class Kind(models.TextChoices):
-        RESET = "reset", "offset reset"
-        REDRIVE = "redrive", "DLQ redrive"
+        RESET = "reset", _("offset reset")
+        REDRIVE = "redrive", _("DLQ redrive")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

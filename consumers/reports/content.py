@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ..identity import EVERYTHING, VIEW, Scope, scope_q
 from ..models import Cluster
@@ -84,13 +85,17 @@ class ReportContent:
 
     @property
     def notes(self) -> list[str]:
-        notes = [f"Times are {self.time_zone}. Empty cells are unknown (no statistics), never zero."]
+        notes = [
+            _("Times are %(zone)s. Empty cells are unknown (no statistics), never zero.") % {"zone": self.time_zone}
+        ]
         for cluster, share in self.coverage.items():
             if share is None:
-                notes.append(f"{cluster}: no statistics at all in this range.")
+                notes.append(_("%(cluster)s: no statistics at all in this range.") % {"cluster": cluster})
             elif share < 1.0:
-                recorded = coverage_text(share)
-                notes.append(f"{cluster}: only {recorded} of the expected polls were recorded in this range.")
+                recorded = {"cluster": cluster, "recorded": coverage_text(share)}
+                notes.append(
+                    _("%(cluster)s: only %(recorded)s of the expected polls were recorded in this range.") % recorded
+                )
         return notes
 
 

@@ -10,6 +10,7 @@ import json
 
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from ..live.health import SEVERITY
 from .selectors import LOW_COVERAGE, coverage_gaps, coverage_text
@@ -67,24 +68,42 @@ def _notes_and_shading(figure: go.Figure, days: list[dt.date], coverage: dict) -
         half = dt.timedelta(minutes=30) if hourly else dt.timedelta(hours=12)
         figure.add_vrect(x0=middle - half, x1=middle + half, fillcolor="#bdbdbd", opacity=0.3, line_width=0)
     notes = []
+    hours = bool(days) and isinstance(days[0], dt.datetime)
     if missing:
-        notes.append(f"{len(missing)} of {len(days)} {_unit(days)} without statistics")
+        counted = {"missing": len(missing), "total": len(days)}
+        if hours:
+            notes.append(_("%(missing)s of %(total)s hours without statistics") % counted)
+        else:
+            notes.append(_("%(missing)s of %(total)s days without statistics") % counted)
     if partial:
         named = ", ".join(f"{_label(p)} {coverage_text(coverage[p])}" for p in partial[:NAMED_PERIODS])
-        more = f" and {len(partial) - NAMED_PERIODS} more" if len(partial) > NAMED_PERIODS else ""
+        more = _(" and %(more)s more") % {"more": len(partial) - NAMED_PERIODS} if len(partial) > NAMED_PERIODS else ""
         low = any(coverage[p] < LOW_COVERAGE for p in partial)
-        shaded = f"; under {LOW_COVERAGE * 100:.0f} % shaded" if low else ""
-        notes.append(f"{len(partial)} {_unit(days, len(partial))} with coverage under 100 %: {named}{more}{shaded}")
+        shaded = _("; under %(percent)s %% shaded") % {"percent": f"{LOW_COVERAGE * 100:.0f}"} if low else ""
+        said = {"count": len(partial), "named": named, "more": more, "shaded": shaded}
+        if hours:
+            notes.append(
+                ngettext(
+                    "%(count)s hour with coverage under 100 %%: %(named)s%(more)s%(shaded)s",
+                    "%(count)s hours with coverage under 100 %%: %(named)s%(more)s%(shaded)s",
+                    len(partial),
+                )
+                % said
+            )
+        else:
+            notes.append(
+                ngettext(
+                    "%(count)s day with coverage under 100 %%: %(named)s%(more)s%(shaded)s",
+                    "%(count)s days with coverage under 100 %%: %(named)s%(more)s%(shaded)s",
+                    len(partial),
+                )
+                % said
+            )
     return notes
 
 
 def _label(period) -> str:
     return period.strftime("%m-%d %H:00") if isinstance(period, dt.datetime) else period.isoformat()
-
-
-def _unit(periods: list, count: int = 2) -> str:
-    unit = "hour" if periods and isinstance(periods[0], dt.datetime) else "day"
-    return unit if count == 1 else f"{unit}s"
 
 
 def _as_json(figure: go.Figure, days: list[dt.date], rows: dict) -> dict:
@@ -100,7 +119,9 @@ def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | N
         values = [_value(rows.get(d), f"{prefix}_{name}") for d in days]
         figure.add_trace(go.Scatter(x=_dates(days), y=values, name=name, mode="lines+markers", line={"dash": dash}))
     if seconds and slo is not None:
-        figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=f"SLO {slo:g} s")
+        figure.add_hline(
+            y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=_("SLO %(slo)s s") % {"slo": f"{slo:g}"}
+        )
     notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
     _layout(figure, _("Daily lag (%(unit)s): p50, p95, max") % {"unit": unit}, notes, y_title=unit)
     return _as_json(figure, days, rows)
