@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 
 class ChangeRefused(Exception):
     """A request or a decision that is not allowed, with the HTTP status that says why."""
@@ -40,28 +42,36 @@ def require_role(
     scope = scope_of(actor.user)
     if cluster is None or not scope.may_somewhere(VIEW):  # no role at all: nothing to leak
         if not scope.may_somewhere(permission):
-            raise ChangeRefused(f"{doing} needs the {role} role", 403)
+            raise ChangeRefused(_("%(doing)s needs the %(role)s role") % {"doing": doing, "role": role}, 403)
         return
     name = getattr(cluster, "name", cluster)
     if not scope.may(VIEW, name, group):
-        raise ChangeRefused(f"no group {group} in {name}", 404)
+        raise ChangeRefused(_("no group %(group)s in %(cluster)s") % {"group": group, "cluster": name}, 404)
     if not scope.may(permission, name, group):
-        raise ChangeRefused(f"{doing} needs the {role} role on group {group} of {name}", 403)
+        raise ChangeRefused(
+            _("%(doing)s needs the %(role)s role on group %(group)s of %(cluster)s")
+            % {"doing": doing, "role": role, "group": group, "cluster": name},
+            403,
+        )
 
 
 def require_writable(cluster) -> None:
     if cluster.read_only:
-        raise ChangeRefused(f"cluster {cluster.name} is read-only: it refuses resets and redrives", 403)
+        raise ChangeRefused(
+            _("cluster %(cluster)s is read-only: it refuses resets and redrives") % {"cluster": cluster.name}, 403
+        )
 
 
 MAX_REASON = 2000
 
 
-def require_reason(reason: str | None, message: str = "a reason is required") -> str:
+def require_reason(reason: str | None, message: str | None = None) -> str:
     if not (reason or "").strip():
-        raise ChangeRefused(message)
+        raise ChangeRefused(message or _("a reason is required"))
     if len(reason) > MAX_REASON:
-        raise ChangeRefused(f"a reason is at most {MAX_REASON} characters, not {len(reason)}")
+        raise ChangeRefused(
+            _("a reason is at most %(limit)s characters, not %(length)s") % {"limit": MAX_REASON, "length": len(reason)}
+        )
     return reason.strip()
 
 
@@ -70,4 +80,4 @@ def require_topic(actor: Actor, permission: str, cluster, topic: str) -> None:
     from .identity import scope_of
 
     if not scope_of(actor.user).may_topic(permission, getattr(cluster, "name", cluster), topic):
-        raise ChangeRefused(f"writing to topic {topic} needs the operator role on it", 403)
+        raise ChangeRefused(_("writing to topic %(topic)s needs the operator role on it") % {"topic": topic}, 403)

@@ -17,6 +17,9 @@ import datetime as dt
 import json
 import re
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 _ASCII_INT = re.compile(r"-?[0-9]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -29,9 +32,9 @@ _LAST_SHOWN_MS = int(dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC).timest
 def text_problem(value: str) -> str | None:
     """Why `value` cannot be used as text, or None when it can."""
     if _SURROGATE.search(value):
-        return "must be valid Unicode (it holds a lone surrogate)"
+        return _("must be valid Unicode (it holds a lone surrogate)")
     if "\x00" in value:
-        return "must not contain NUL characters"
+        return _("must not contain NUL characters")
     return None
 
 
@@ -48,19 +51,21 @@ def ascii_int(text: str) -> int | None:
 def moment_problem(ms: int, *, now_ms: int, past_only: bool) -> str | None:
     """Why `ms` (milliseconds since the epoch) is not a moment the console can use, or None."""
     if ms < EARLIEST_MS:
-        return f"must be after {EARLIEST:%Y-%m-%d} (milliseconds since the epoch, UTC)"
+        return _("must be after %(earliest)s (milliseconds since the epoch, UTC)") % {
+            "earliest": f"{EARLIEST:%Y-%m-%d}"
+        }
     latest = now_ms if past_only else now_ms + int(FUTURE_SLACK.total_seconds() * 1000)
     if ms > latest:
         if ms > _LAST_SHOWN_MS:
-            return "is in the future (after the year 9999)"
-        when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-        return f"{when:%Y-%m-%d %H:%M:%S} UTC is in the future" + (
-            ": nothing is stored after it yet" if past_only else ""
-        )
+            return _("is in the future (after the year 9999)")
+        when = {"when": f"{dt.datetime.fromtimestamp(ms / 1000, dt.UTC):%Y-%m-%d %H:%M:%S}"}
+        if past_only:
+            return _("%(when)s UTC is in the future: nothing is stored after it yet") % when
+        return _("%(when)s UTC is in the future") % when
     return None
 
 
-BAD_CURSOR = "the page cursor is not valid; start from the first page"
+BAD_CURSOR = gettext_lazy("the page cursor is not valid; start from the first page")
 
 
 def encode_cursor(cursor: dict) -> str:

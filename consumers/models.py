@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from .inputs import is_ascii_int
 from .rocketmq import Credentials, split_namesrv_list
@@ -17,7 +18,7 @@ from .rocketmq import Credentials, split_namesrv_list
 def validate_namesrv_addrs(value: str) -> None:
     addresses = split_namesrv_list(value)
     if not addresses:
-        raise ValidationError("Give at least one name server address, host:port.")
+        raise ValidationError(_("Give at least one name server address, host:port."))
     _validate_addresses(addresses)
 
 
@@ -29,39 +30,43 @@ def _validate_addresses(addresses: list[str]) -> None:
     for address in addresses:
         host, sep, port = address.rpartition(":")
         if not sep or not host or not is_ascii_int(port) or not 0 < int(port) < 65536:
-            raise ValidationError(f"{address!r} is not host:port.")
+            raise ValidationError(_("%(address)r is not host:port.") % {"address": address})
 
 
 class Cluster(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     namesrv_addrs = models.CharField(
-        "name servers",
+        _("name servers"),
         max_length=500,
         validators=[validate_namesrv_addrs],
-        help_text="host:port, several separated by ';'",
+        help_text=_("host:port, several separated by ';'"),
     )
     proxy_addrs = models.CharField(
-        "proxies",
+        _("proxies"),
         max_length=500,
         blank=True,
         validators=[validate_proxy_addrs],
-        help_text="rocketmq-proxy remoting addresses (cluster mode), host:port separated by ';': "
-        "the brokers know no gRPC client, only the proxies do",
+        help_text=_(
+            "rocketmq-proxy remoting addresses (cluster mode), host:port separated by ';': "
+            "the brokers know no gRPC client, only the proxies do"
+        ),
     )
     broker_metrics = models.CharField(
-        "broker metrics URLs",
+        _("broker metrics URLs"),
         max_length=1000,
         blank=True,
-        help_text="the brokers' Prometheus endpoints (metricsExporterType=PROM), for POP messages in flight: "
-        "'broker-a=http://host:5557/metrics; ...', or '*=http://{host}:5557/metrics' for every broker",
+        help_text=_(
+            "the brokers' Prometheus endpoints (metricsExporterType=PROM), for POP messages in flight: "
+            "'broker-a=http://host:5557/metrics; ...', or '*=http://{host}:5557/metrics' for every broker"
+        ),
     )
-    access_key = models.CharField(max_length=200, blank=True, help_text="ACL access key, if the cluster uses ACL")
-    secret_key = models.CharField(max_length=200, blank=True, help_text="ACL secret key; never shown again")
-    read_only = models.BooleanField(default=False, help_text="No resets or redrives on this cluster")
+    access_key = models.CharField(max_length=200, blank=True, help_text=_("ACL access key, if the cluster uses ACL"))
+    secret_key = models.CharField(max_length=200, blank=True, help_text=_("ACL secret key; never shown again"))
+    read_only = models.BooleanField(default=False, help_text=_("No resets or redrives on this cluster"))
     poll_interval = models.PositiveIntegerField(
-        "poll interval (s)", default=15, validators=[MinValueValidator(5), MaxValueValidator(3600)]
+        _("poll interval (s)"), default=15, validators=[MinValueValidator(5), MaxValueValidator(3600)]
     )
-    enabled = models.BooleanField(default=True, help_text="Poll this cluster")
+    enabled = models.BooleanField(default=True, help_text=_("Poll this cluster"))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -105,14 +110,14 @@ class HealthOverride(models.Model):
     group = models.CharField(max_length=255)
     window_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(30)])
     stall_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(5)])
-    min_lag = models.PositiveIntegerField(null=True, blank=True, help_text="lag below this is not 'behind'")
+    min_lag = models.PositiveIntegerField(null=True, blank=True, help_text=_("lag below this is not 'behind'"))
     retry_rate_per_minute = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
     lag_slo_seconds = models.FloatField(
-        "lag SLO (s)",
+        _("lag SLO (s)"),
         null=True,
         blank=True,
         validators=[MinValueValidator(0)],
-        help_text="lag seconds above this count as SLO breach minutes in the statistics",
+        help_text=_("lag seconds above this count as SLO breach minutes in the statistics"),
     )
 
     class Meta:
@@ -140,7 +145,7 @@ class KnownBroker(models.Model):
     name = models.CharField(max_length=255)
     address = models.CharField(max_length=255)
     role = models.CharField(max_length=16, default="master")
-    broker_cluster = models.CharField("RocketMQ cluster", max_length=255, blank=True)
+    broker_cluster = models.CharField(_("RocketMQ cluster"), max_length=255, blank=True)
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     missing_since = models.DateTimeField(null=True, blank=True)

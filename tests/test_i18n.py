@@ -8,7 +8,11 @@ on the user."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -228,6 +232,18 @@ def test_evidence_is_parsed_back_and_anything_else_is_left_as_it_is():
         assert translate_evidence("lag grew from 3 to 9 over 120s") == "lag grew from 3 to 9 over 120s"
 
 
+def test_a_diagnostic_is_kept_in_english_and_shown_in_the_readers_language():
+    """The poll writes diagnostics once, in English (the API's `message`); a page parses them back."""
+    from consumers.live.diagnostics import POP_DROPS_FAILURES, UNHELD_QUEUES
+
+    unheld = UNHELD_QUEUES % {"unheld": 2, "queues": 8, "clients": 3, "labels": "t@b#0, t@b#1"}
+    drops = POP_DROPS_FAILURES % {"times": "16 (default)"}
+    with translation.override("zh-hans"):
+        assert translate_evidence(unheld) == "8 个队列中有 2 个没有任何客户端持有，而在线客户端有 3 个：t@b#0, t@b#1"
+        assert "maxReconsumeTimes（16（默认））" in translate_evidence(drops)
+    assert unheld == "2 of 8 queue(s) are held by no client while 3 client(s) are online: t@b#0, t@b#1"
+
+
 def test_switching_language_in_the_header_is_kept_for_the_user_across_sessions(client, east, personas):
     viewer = personas["viewer"]
     client.force_login(viewer)
@@ -280,3 +296,28 @@ def test_notifications_use_the_recipients_language_where_known(personas, setting
 def test_the_javascript_catalog_translates_the_scripts_strings(viewer_client):
     response = viewer_client.get("/jsi18n/", HTTP_ACCEPT_LANGUAGE="zh-CN")
     assert response.status_code == 200 and json.dumps("无法读取统计数据。")[1:-1] in response.content.decode()
+
+
+# what makemessages reads, copied: it writes its catalogue beside the sources it walks
+SOURCES = ("manage.py", "consumers", "dashboard", "templates", "static", "locale")
+MAKEMESSAGES = ["makemessages", "-l", "zh_Hans", "--no-location", "--no-wrap", "--ignore=__pycache__"]
+
+
+def test_makemessages_over_the_sources_leaves_nothing_untranslated_or_fuzzy(tmp_path):
+    """The catalogue is not only complete in itself but complete for the sources: makemessages
+    run now (on a copy) adds no message the committed catalogue lacks, nothing fuzzy."""
+    for name in SOURCES:
+        source = Path(settings.BASE_DIR) / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+        else:
+            shutil.copy2(source, tmp_path / name)
+    environment = {**os.environ, "DEBUG": "true", "PYTHONPATH": str(tmp_path)}
+    for domain in ("django", "djangojs"):
+        subprocess.run([sys.executable, "manage.py", *MAKEMESSAGES, "-d", domain], cwd=tmp_path, env=environment,
+                       check=True, capture_output=True, timeout=300)  # fmt: skip
+        made = _entries(tmp_path / "locale" / "zh_Hans" / "LC_MESSAGES" / f"{domain}.po")
+        committed = {e["msgid"] for e in _entries(CATALOGUE / f"{domain}.po")}
+        assert [e["msgid"] for e in made if e["msgid"] not in committed] == [], domain
+        assert [e["msgid"] for e in made if "fuzzy" in e["flags"]] == [], domain
+        assert [e["msgid"] for e in made if not (e.get("msgstr") or e.get("msgstr[0]"))] == [], domain

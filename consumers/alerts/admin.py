@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from .. import audit
 from ..identity import remote_addr
@@ -33,7 +34,7 @@ class ChannelForm(forms.ModelForm):
     url = forms.URLField(required=False, assume_scheme="https", help_text=Channel._meta.get_field("url").help_text)
     # write-only: never rendered back; left empty, the saved secret stays
     secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False),
-                             help_text="webhook: the HMAC-SHA256 key; left empty, the saved one stays")  # fmt: skip
+                             help_text=_("webhook: the HMAC-SHA256 key; left empty, the saved one stays"))  # fmt: skip
 
     class Meta:
         model = Channel
@@ -68,7 +69,8 @@ class ChannelAdmin(admin.ModelAdmin):
 
 class AlertRuleForm(forms.ModelForm):
     states = forms.MultipleChoiceField(choices=[(s, s) for s in SEVERITY], required=False,
-                                       widget=forms.CheckboxSelectMultiple, help_text="state rules only")  # fmt: skip
+                                       widget=forms.CheckboxSelectMultiple,
+                                       help_text=_("state rules only"))  # fmt: skip
 
     class Meta:
         model = AlertRule

@@ -7,21 +7,22 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from ..live.health import SEVERITY
 
 
 class Channel(models.Model):
     class Kind(models.TextChoices):
-        WEBHOOK = "webhook", "webhook (JSON, HMAC-SHA256 signed)"
-        SLACK = "slack", "Slack-compatible incoming webhook"
-        EMAIL = "email", "e-mail"
-        ALERTMANAGER = "alertmanager", "Prometheus Alertmanager"
+        WEBHOOK = "webhook", _("webhook (JSON, HMAC-SHA256 signed)")
+        SLACK = "slack", _("Slack-compatible incoming webhook")
+        EMAIL = "email", _("e-mail")
+        ALERTMANAGER = "alertmanager", _("Prometheus Alertmanager")
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    url = models.URLField(blank=True, help_text="webhook, Slack: the URL posted to; Alertmanager: its base URL")
-    recipients = models.CharField(max_length=500, blank=True, help_text="e-mail: addresses, separated by commas")
+    url = models.URLField(blank=True, help_text=_("webhook, Slack: the URL posted to; Alertmanager: its base URL"))
+    recipients = models.CharField(max_length=500, blank=True, help_text=_("e-mail: addresses, separated by commas"))
     # webhook: the HMAC key of the X-Console-Signature header; never shown after saving
     secret = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True)
@@ -35,9 +36,9 @@ class Channel(models.Model):
 
     def clean(self) -> None:
         if self.kind == self.Kind.EMAIL and not self.recipient_list():
-            raise ValidationError({"recipients": "An e-mail channel needs at least one address."})
+            raise ValidationError({"recipients": _("An e-mail channel needs at least one address.")})
         if self.kind != self.Kind.EMAIL and not self.url:
-            raise ValidationError({"url": "This kind of channel posts to a URL."})
+            raise ValidationError({"url": _("This kind of channel posts to a URL.")})
 
     def recipient_list(self) -> list[str]:
         return [a.strip() for a in self.recipients.split(",") if a.strip()]
@@ -45,11 +46,11 @@ class Channel(models.Model):
 
 class AlertRule(models.Model):
     class Condition(models.TextChoices):
-        STATE = "state", "a group enters one of the health states"
-        LAG_SECONDS = "lag_seconds", "a group's lag in seconds is above the threshold"
-        DLQ_RATE = "dlq_rate", "dead letters arrive faster than the threshold per hour"
-        CLUSTER_DEGRADED = "cluster_degraded", "a cluster's poll is degraded or failed"
-        BROKER_MISSING = "broker_missing", "a broker is missing or not answering"
+        STATE = "state", _("a group enters one of the health states")
+        LAG_SECONDS = "lag_seconds", _("a group's lag in seconds is above the threshold")
+        DLQ_RATE = "dlq_rate", _("dead letters arrive faster than the threshold per hour")
+        CLUSTER_DEGRADED = "cluster_degraded", _("a cluster's poll is degraded or failed")
+        BROKER_MISSING = "broker_missing", _("a broker is missing or not answering")
 
     class Severity(models.TextChoices):
         CRITICAL = "critical"
@@ -61,17 +62,17 @@ class AlertRule(models.Model):
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
     condition = models.CharField(max_length=20, choices=Condition.choices)
-    states = models.JSONField(default=list, blank=True, help_text="state rules: health states, e.g. STOPPED")
-    threshold = models.FloatField(null=True, blank=True, help_text="lag seconds, or dead letters per hour")
+    states = models.JSONField(default=list, blank=True, help_text=_("state rules: health states, e.g. STOPPED"))
+    threshold = models.FloatField(null=True, blank=True, help_text=_("lag seconds, or dead letters per hour"))
     for_seconds = models.PositiveIntegerField(
-        default=0, help_text="the condition must hold this long before the alert fires (against flapping)"
+        default=0, help_text=_("the condition must hold this long before the alert fires (against flapping)")
     )
     keep_firing_seconds = models.PositiveIntegerField(
         default=0,
-        help_text="a firing alert resolves once its condition has been known clear this long (against flapping)",
+        help_text=_("a firing alert resolves once its condition has been known clear this long (against flapping)"),
     )
-    clusters = models.ManyToManyField("consumers.Cluster", blank=True, help_text="none: every cluster")
-    group_pattern = models.CharField(max_length=200, default="*", help_text="group names, shell-style (orders-*)")
+    clusters = models.ManyToManyField("consumers.Cluster", blank=True, help_text=_("none: every cluster"))
+    group_pattern = models.CharField(max_length=200, default="*", help_text=_("group names, shell-style (orders-*)"))
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
     channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
 
@@ -86,19 +87,22 @@ class AlertRule(models.Model):
         if self.condition == self.Condition.STATE:
             unknown = [s for s in self.states or [] if s not in SEVERITY]
             if not self.states or unknown or not isinstance(self.states, list):
-                raise ValidationError({"states": f"Give a list of states among {', '.join(SEVERITY)}."})
+                states = ", ".join(SEVERITY)
+                raise ValidationError({"states": _("Give a list of states among %(states)s.") % {"states": states}})
         if self.condition in (self.Condition.LAG_SECONDS, self.Condition.DLQ_RATE) and (
             self.threshold is None or self.threshold < 0
         ):
-            raise ValidationError({"threshold": "This condition needs a threshold of 0 or more."})
+            raise ValidationError({"threshold": _("This condition needs a threshold of 0 or more.")})
 
 
 class Silence(models.Model):
     """No notification for alerts it matches while it lasts; they still show, marked silenced."""
 
-    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.CASCADE, help_text="none: every rule")
+    rule = models.ForeignKey(
+        AlertRule, null=True, blank=True, on_delete=models.CASCADE, help_text=_("none: every rule")
+    )
     cluster = models.ForeignKey("consumers.Cluster", null=True, blank=True, on_delete=models.CASCADE)
-    subject_pattern = models.CharField(max_length=200, default="*", help_text="group or broker names, shell-style")
+    subject_pattern = models.CharField(max_length=200, default="*", help_text=_("group or broker names, shell-style"))
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
     reason = models.CharField(max_length=500)

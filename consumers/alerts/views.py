@@ -7,6 +7,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from ..errors import json_error
 from ..identity import REQUEST, api_view, console_action, console_page, remote_addr, scope_of, within
@@ -28,7 +29,7 @@ def _page(request, form, *, status: int = 200):
 def _operator(request, what: str, cluster: str | None = None) -> None:
     """Silences match subjects by pattern, so they are for operators of whole clusters."""
     if not scope_of(request.user).may_all_groups(REQUEST, cluster):
-        raise PermissionDenied(f"{what} needs the operator role on every group of the cluster")
+        raise PermissionDenied(_("%(what)s needs the operator role on every group of the cluster") % {"what": what})
 
 
 @console_page
@@ -46,38 +47,38 @@ def acknowledge(request, pk: int):
         else scope.may_all_groups(REQUEST, alert.cluster.name)
     )
     if not allowed:
-        raise PermissionDenied("acknowledging an alert needs the operator role on what it is about")
+        raise PermissionDenied(_("acknowledging an alert needs the operator role on what it is about"))
     alert = services.acknowledge(pk, user=request.user, remote_addr=remote_addr(request))
     if alert is None:
-        flash.error(request, "That alert is not firing, or was acknowledged already.")
+        flash.error(request, _("That alert is not firing, or was acknowledged already."))
     else:
-        flash.success(request, f"Acknowledged: {alert}.")
+        flash.success(request, _("Acknowledged: %(alert)s.") % {"alert": alert})
     return redirect("consumers:alerts")
 
 
 @console_action
 def silence_create(request):
-    _operator(request, "silencing alerts")  # somewhere: the form says which cluster
+    _operator(request, _("silencing alerts"))  # somewhere: the form says which cluster
     form = SilenceForm(request.POST)
     if not form.is_valid():
         return _page(request, form, status=400)
     data = form.cleaned_data
-    _operator(request, "silencing alerts", data["cluster"].name if data["cluster"] else None)
+    _operator(request, _("silencing alerts"), data["cluster"].name if data["cluster"] else None)
     silence = silences.create(user=request.user, remote_addr=remote_addr(request), rule=data["rule"],
                               cluster=data["cluster"], subject_pattern=data["subject_pattern"],
                               minutes=data["minutes"], reason=data["reason"])  # fmt: skip
-    flash.success(request, f"Silenced until {silence.ends_at:%Y-%m-%d %H:%M} UTC.")
+    flash.success(request, _("Silenced until %(end)s UTC.") % {"end": f"{silence.ends_at:%Y-%m-%d %H:%M}"})
     return redirect("consumers:alerts")
 
 
 @console_action
 def silence_end(request, pk: int):
     silence = Silence.objects.filter(pk=pk).select_related("cluster").first()
-    _operator(request, "ending a silence", silence.cluster.name if silence and silence.cluster else None)
+    _operator(request, _("ending a silence"), silence.cluster.name if silence and silence.cluster else None)
     if silences.end(pk, user=request.user, remote_addr=remote_addr(request)) is None:
-        flash.error(request, "No such silence in force.")
+        flash.error(request, _("No such silence in force."))
     else:
-        flash.success(request, "The silence is ended.")
+        flash.success(request, _("The silence is ended."))
     return redirect("consumers:alerts")
 
 
@@ -99,5 +100,5 @@ def _visible_alert(request, pk: int) -> Alert:
     found = Alert.objects.select_related("cluster").filter(pk=pk)
     alert = (found if shown is None else found.filter(shown)).first()
     if alert is None:
-        raise Http404(f"No alert #{pk}")
+        raise Http404(_("No alert #%(pk)s") % {"pk": pk})
     return alert

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .models import State
 
@@ -20,24 +21,24 @@ ACTIONS = [
 
 
 class ChangeFilterForm(forms.Form):
-    state = forms.ChoiceField(required=False, choices=[("", "any")] + list(State.choices))
-    cluster = forms.CharField(required=False, max_length=64)
-    group = forms.CharField(required=False, max_length=255)
+    state = forms.ChoiceField(required=False, label=_("State"), choices=[("", _("any"))] + list(State.choices))
+    cluster = forms.CharField(required=False, max_length=64, label=_("Cluster"))
+    group = forms.CharField(required=False, max_length=255, label=_("Group"))
 
 
 class AuditFilterForm(forms.Form):
-    cluster = forms.CharField(required=False, max_length=64)
-    group = forms.CharField(required=False, max_length=255)
-    user = forms.CharField(required=False, max_length=150)
-    action = forms.ChoiceField(required=False, choices=[("", "any")] + [(a, a) for a in ACTIONS])
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    format = forms.ChoiceField(required=False, choices=[("", "page"), ("csv", "csv")])
+    cluster = forms.CharField(required=False, max_length=64, label=_("Cluster"))
+    group = forms.CharField(required=False, max_length=255, label=_("Group"))
+    user = forms.CharField(required=False, max_length=150, label=_("User"))
+    action = forms.ChoiceField(required=False, label=_("Action"), choices=[("", _("any"))] + [(a, a) for a in ACTIONS])
+    since = forms.DateField(required=False, label=_("Since"), widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label=_("Until"), widget=forms.DateInput(attrs={"type": "date"}))
+    format = forms.ChoiceField(required=False, label=_("Format"), choices=[("", _("page")), ("csv", "csv")])
 
     def clean(self):
         data = super().clean()
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
-            raise forms.ValidationError("until is before since")
+            raise forms.ValidationError(_("until is before since"))
         return data
 
     def filters(self) -> dict:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+
 from ..apischema import Obj
 from ..core import ChangeRefused
 from .models import ChangeRequest
@@ -53,7 +55,7 @@ def of(request: ChangeRequest) -> ChangeKind:
     try:
         return _KINDS[request.kind]
     except KeyError:
-        raise ChangeRefused(f"no kind {request.kind!r} is registered", 500) from None
+        raise ChangeRefused(_("no kind %(kind)r is registered") % {"kind": request.kind}, 500) from None
 
 
 def creatable() -> dict[str, ChangeKind]:

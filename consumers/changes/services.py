@@ -5,6 +5,7 @@ request's kind registered (a reset's refresh and undo)."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from ..core import Actor, ChangeRefused
 from . import kinds, notify, workflow
@@ -36,4 +37,7 @@ def decide(
     if action in kind.actions:
         return kind.actions[action](request, actor=actor, reason=reason)
     offered = ", ".join(["approve", "reject", "cancel", *kind.actions])
-    raise ChangeRefused(f"unknown action {action!r} for a {request.get_kind_display()}; one of {offered}")
+    raise ChangeRefused(
+        _("unknown action %(action)r for a %(kind)s; one of %(offered)s")
+        % {"action": action, "kind": request.get_kind_display(), "offered": offered}
+    )

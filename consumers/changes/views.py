@@ -8,6 +8,7 @@ import json
 from django.contrib import messages
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from ..core import Actor, ChangeRefused
 from ..csvstream import attachment, csv_writer
@@ -35,7 +36,7 @@ from .workflow import covered_by, single_person_mode, touched_groups
 def change_list(request):
     form = ChangeFilterForm(request.GET)
     if not form.is_valid():
-        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.errors.as_text()})
     changes = selectors.change_list(**form.cleaned_data, within=within(request.user))
     return render(request, "changes/list.html", {"changes": changes, "form": form, "states": State, "nav": "changes"})
 
@@ -44,7 +45,7 @@ def change_list(request):
 def change_detail(request, pk: int):
     change = selectors.visible_change(pk, scope_of(request.user))
     if change is None:
-        raise Http404(f"No change request #{pk}")
+        raise Http404(_("No change request #%(pk)s") % {"pk": pk})
     return _detail(request, change)
 
 
@@ -59,7 +60,7 @@ def _detail(request, change, *, status: int = 200):
         try:
             moved = moved_since(change)
         except RocketMQError as exc:
-            messages.error(request, f"could not read the broker: {exc}")
+            messages.error(request, _("could not read the broker: %(error)s") % {"error": exc})
     context = {
         "change": change,
         "moved": moved,
@@ -83,10 +84,10 @@ def _detail(request, change, *, status: int = 200):
 def change_action(request, pk: int):
     change = selectors.visible_change(pk, scope_of(request.user))
     if change is None:
-        raise Http404(f"No change request #{pk}")
+        raise Http404(_("No change request #%(pk)s") % {"pk": pk})
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        return bad_request(request, f"Invalid decision: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid decision: %(errors)s") % {"errors": form.errors.as_text()})
     try:
         result = decide(
             change,
@@ -100,9 +101,9 @@ def change_action(request, pk: int):
         messages.error(request, str(exc))
         return _detail(request, change, status=exc.status)
     except RocketMQError as exc:
-        messages.error(request, f"the broker could not be read: {exc}")
+        messages.error(request, _("the broker could not be read: %(error)s") % {"error": exc})
         return redirect("consumers:change-detail", pk)
-    messages.success(request, f"request #{result.pk}: {result.state}")
+    messages.success(request, _("request #%(pk)s: %(state)s") % {"pk": result.pk, "state": result.state})
     return redirect("consumers:change-detail", result.pk)
 
 
@@ -110,7 +111,7 @@ def change_action(request, pk: int):
 def audit_log(request):
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
-        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.errors.as_text()})
     if form.cleaned_data["format"] == "csv":
         events = selectors.audit_events(**form.filters(), limit=None, within=within(request.user, cluster="cluster"))
         response = StreamingHttpResponse(_csv_rows(events, request.user), content_type="text/csv")

@@ -16,6 +16,7 @@ import datetime as dt
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .. import audit
 from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
@@ -74,7 +75,7 @@ def submit(
     undo_of: ChangeRequest | None = None,
 ) -> ChangeRequest:
     """Create a pending request (the requester's part)."""
-    require_role(actor, REQUEST, "requesting a change", "operator", cluster=cluster, group=group)
+    require_role(actor, REQUEST, _("requesting a change"), "operator", cluster=cluster, group=group)
     require_writable(cluster)
     require_reason(reason)
     now = timezone.now()
@@ -107,17 +108,24 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     unreadable = [entry.get("broker", "?") for entry in request.plan.get("unreadable") or []]
     if unreadable and not accept_unreadable:
         raise ChangeRefused(
-            f"the plan could not read {', '.join(unreadable)}: its queues would stay as they are. Approve with "
-            "'apply to the readable brokers only' (accept_unreadable) to go ahead, or refresh once they are back",
+            _(
+                "the plan could not read %(brokers)s: its queues would stay as they are. Approve with "
+                "'apply to the readable brokers only' (accept_unreadable) to go ahead, or refresh once they are back"
+            )
+            % {"brokers": ", ".join(unreadable)},
             409,
         )
     if expire_if_due(request):
-        raise ChangeRefused(f"request #{request.pk} expired at {request.expires_at:%Y-%m-%d %H:%M:%S} UTC", 409)
+        expired = f"{request.expires_at:%Y-%m-%d %H:%M:%S}"
+        raise ChangeRefused(_("request #%(pk)s expired at %(at)s UTC") % {"pk": request.pk, "at": expired}, 409)
     age = (timezone.now() - request.planned_at).total_seconds()
     if age > settings.CHANGE_PREVIEW_MAX_AGE_SECONDS:
         raise ChangeRefused(
-            f"the preview is {age:.0f} s old (more than {settings.CHANGE_PREVIEW_MAX_AGE_SECONDS} s): "
-            "refresh it before approving, so you approve what the broker holds now",
+            _(
+                "the preview is %(age)s s old (more than %(limit)s s): refresh it before approving, so you approve "
+                "what the broker holds now"
+            )
+            % {"age": f"{age:.0f}", "limit": settings.CHANGE_PREVIEW_MAX_AGE_SECONDS},
             409,
         )
     changed = kinds.of(request).effect_changed(request)
@@ -129,7 +137,10 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     before = covered_by(request.approvals)
     mine = [g for g in touched if g not in before and scope_of(actor.user).may(APPROVE, request.cluster.name, g)]
     if not mine:
-        raise ChangeRefused(f"already approved for your groups; waiting for an approver of {_waiting(request)}", 409)
+        waiting = _waiting(request)
+        raise ChangeRefused(
+            _("already approved for your groups; waiting for an approver of %(groups)s") % {"groups": waiting}, 409
+        )
     entry = {"by": actor.username, "user": actor.user.pk, "groups": mine, "at": timezone.now().isoformat()}
     approvals = [*request.approvals, entry]
     waiting = [g for g in touched if g not in before | set(mine)]
@@ -145,8 +156,10 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     if moved is None:
         now = _state_of(request)
         if now != State.PENDING:
-            raise ChangeRefused(f"request #{request.pk} is {now}, not pending", 409)
-        raise ChangeRefused(f"request #{request.pk} was approved in part by someone else meanwhile: look again", 409)
+            raise ChangeRefused(_("request #%(pk)s is %(state)s, not pending") % {"pk": request.pk, "state": now}, 409)
+        raise ChangeRefused(
+            _("request #%(pk)s was approved in part by someone else meanwhile: look again") % {"pk": request.pk}, 409
+        )
     return moved
 
 
@@ -161,13 +174,13 @@ def covered_by(approvals: list[dict]) -> set[str]:
 
 def _waiting(request: ChangeRequest) -> str:
     left = [g for g in touched_groups(request) if g not in covered_by(request.approvals)]
-    return ", ".join(left) or "nobody"
+    return ", ".join(left) or _("nobody")
 
 
 def reject(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeRequest:
     _check_decider(request, actor)
     if not reason.strip():
-        raise ChangeRefused("rejecting needs a reason")
+        raise ChangeRefused(_("rejecting needs a reason"))
     rejected = transition(
         request,
         {State.PENDING},
@@ -180,7 +193,7 @@ def reject(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeReques
         decision_reason=reason.strip(),
     )
     if rejected is None:
-        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+        raise ChangeRefused(_not_pending(request), 409)
     return rejected
 
 
@@ -191,9 +204,9 @@ def cancel(request: ChangeRequest, *, actor: Actor, reason: str = "") -> ChangeR
     user = actor.user
     by_author = user == request.requested_by
     if not by_author and not scope_of(user).may(ADMINISTER, request.cluster.name, request.group):
-        raise ChangeRefused("only the requester (or an admin, with a reason) may cancel a request", 403)
+        raise ChangeRefused(_("only the requester (or an admin, with a reason) may cancel a request"), 403)
     if not by_author and not reason.strip():
-        raise ChangeRefused("cancelling someone else's request needs a reason")
+        raise ChangeRefused(_("cancelling someone else's request needs a reason"))
     details = {} if by_author else {"reason": reason.strip(), "requested_by": request.requested_by.get_username()}
     cancelled = transition(
         request,
@@ -205,7 +218,10 @@ def cancel(request: ChangeRequest, *, actor: Actor, reason: str = "") -> ChangeR
         **({} if by_author else {"decided_by": user, "decided_at": timezone.now(), "decision_reason": reason.strip()}),
     )
     if cancelled is None:
-        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}: too late to cancel", 409)
+        state = _state_of(request)
+        raise ChangeRefused(
+            _("request #%(pk)s is %(state)s: too late to cancel") % {"pk": request.pk, "state": state}, 409
+        )
     return cancelled
 
 
@@ -213,7 +229,7 @@ def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest
     """A fresh preview of a pending request: the new plan replaces the old one (both in the log)."""
     scope, where = scope_of(actor.user), (request.cluster.name, request.group)
     if not (scope.may(REQUEST, *where) or scope.may(APPROVE, *where)):
-        raise ChangeRefused("refreshing a preview needs the operator or approver role on the group", 403)
+        raise ChangeRefused(_("refreshing a preview needs the operator or approver role on the group"), 403)
     refreshed = transition(
         request,
         {State.PENDING},
@@ -231,7 +247,7 @@ def replan(request: ChangeRequest, *, actor: Actor, plan: dict) -> ChangeRequest
         approvals=[],  # the teams that approved part of it approved the old plan
     )
     if refreshed is None:
-        raise ChangeRefused(f"request #{request.pk} is {_state_of(request)}, not pending", 409)
+        raise ChangeRefused(_not_pending(request), 409)
     notify.replanned(refreshed, by=actor.user, before=request.plan.get("totals"), after=plan.get("totals"))
     return refreshed
 
@@ -257,12 +273,19 @@ def _check_decider(request: ChangeRequest, actor: Actor) -> None:
     scope, cluster = scope_of(actor.user), request.cluster.name
     touched = touched_groups(request)
     if not any(scope.may(APPROVE, cluster, group) for group in touched):
+        groups = _(" or ").join(touched)
         raise ChangeRefused(
-            f"approving or rejecting needs the approver role on group {' or '.join(touched)} of {cluster}", 403
+            _("approving or rejecting needs the approver role on group %(groups)s of %(cluster)s")
+            % {"groups": groups, "cluster": cluster},
+            403,
         )
     if actor.user.pk == request.requested_by_id and not single_person_mode():
-        raise ChangeRefused("a request is decided by someone other than its requester (four eyes)", 403)
+        raise ChangeRefused(_("a request is decided by someone other than its requester (four eyes)"), 403)
+
+
+def _not_pending(request: ChangeRequest) -> str:
+    return _("request #%(pk)s is %(state)s, not pending") % {"pk": request.pk, "state": _state_of(request)}
 
 
 def _state_of(request: ChangeRequest) -> str:
-    return ChangeRequest.objects.filter(pk=request.pk).values_list("state", flat=True).first() or "gone"
+    return ChangeRequest.objects.filter(pk=request.pk).values_list("state", flat=True).first() or _("gone")

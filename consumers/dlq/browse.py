@@ -15,6 +15,8 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from ..inputs import ascii_int
 from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import dlq_topic
@@ -292,17 +294,24 @@ async def read_message(client: AdminClient, group: str, broker: str, queue_id: i
     them is "not found", never a request the broker cannot answer."""
     queue = next((q for q in await dlq_queues(client, group) if (q.broker, q.queue_id) == (broker, queue_id)), None)
     if queue is None:
-        raise MessageNotFound(f"{dlq_topic(group)} has no queue {queue_id} on broker {broker}")
+        raise MessageNotFound(
+            _("%(topic)s has no queue %(queue)s on broker %(broker)s")
+            % {"topic": dlq_topic(group), "queue": queue_id, "broker": broker}
+        )
+    where = {"offset": offset, "topic": dlq_topic(group), "broker": broker, "queue": queue_id}
     if not queue.min <= offset < queue.max:
         raise MessageNotFound(
-            f"no message at offset {offset} of {dlq_topic(group)} on {broker}#{queue_id}: "
-            f"it holds offsets {queue.min} to {queue.max - 1}"
+            _(
+                "no message at offset %(offset)s of %(topic)s on %(broker)s#%(queue)s: "
+                "it holds offsets %(min)s to %(max)s"
+            )
+            % {**where, "min": queue.min, "max": queue.max - 1}
             if queue.count
-            else f"{queue.source} is empty"
+            else _("%(source)s is empty") % {"source": queue.source}
         )
     found = await read_at(client, group, queue, offset)
     if found is None:
-        raise MessageNotFound(f"no message at offset {offset} of {dlq_topic(group)} on {broker}#{queue_id}")
+        raise MessageNotFound(_("no message at offset %(offset)s of %(topic)s on %(broker)s#%(queue)s") % where)
     return found
 
 

@@ -45,18 +45,21 @@ class DlqFilterForm(forms.Form):
         if not can_read_bodies:
             del self.fields["body"]
             if data is not None and data.get("body"):
-                raise PermissionDenied("filtering by message body needs the operator role (bodies are for operators)")
+                raise PermissionDenied(
+                    _("filtering by message body needs the operator role (bodies are for operators)")
+                )
 
     def clean(self):
         # base_fields: `body` is a known parameter even where it was removed (a viewer's empty one)
         unknown = sorted(set(self.data) - set(self.base_fields)) if self.strict else []
         if unknown:
             raise forms.ValidationError(
-                f"unknown parameter(s) {', '.join(unknown)}; valid parameters: {', '.join(self.base_fields)}"
+                _("unknown parameter(s) %(unknown)s; valid parameters: %(valid)s")
+                % {"unknown": ", ".join(unknown), "valid": ", ".join(self.base_fields)}
             )
         data = super().clean()
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
-            raise forms.ValidationError("'to' is before 'from'")
+            raise forms.ValidationError(_("'to' is before 'from'"))
         return data
 
     def clean_cursor(self) -> dict | None:
@@ -85,7 +88,7 @@ class DlqFilterForm(forms.Form):
 
 class RedriveForm(forms.Form):
     target = forms.ChoiceField(label=_("Target"), choices=RedriveJob.Target.choices)
-    target_topic = forms.CharField(required=False, max_length=255)
+    target_topic = forms.CharField(required=False, max_length=255, label=_("Target topic"))
     rate = forms.IntegerField(
         label=_("Rate"), min_value=1, initial=settings.REDRIVE_DEFAULT_RATE, help_text=_("messages per second")
     )
@@ -103,5 +106,5 @@ class RedriveForm(forms.Form):
     def clean_rate(self) -> int:
         rate = self.cleaned_data["rate"]
         if rate > settings.REDRIVE_MAX_RATE:
-            raise forms.ValidationError(f"at most {settings.REDRIVE_MAX_RATE} messages per second")
+            raise forms.ValidationError(_("at most %(rate)s messages per second") % {"rate": settings.REDRIVE_MAX_RATE})
         return rate

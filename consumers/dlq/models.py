@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -35,7 +36,7 @@ class RedriveJob(models.Model):
     selection = models.JSONField(default=dict)  # the filter (time range, key, tag, ids, ...)
     target = models.CharField(max_length=16, choices=Target.choices)
     target_topic = models.CharField(max_length=255, blank=True)
-    rate = models.PositiveIntegerField(help_text="messages per second")
+    rate = models.PositiveIntegerField(help_text=_("messages per second"))
     state = models.CharField(max_length=24, choices=State.choices, db_index=True)
     total = models.PositiveIntegerField(default=0)  # selected messages, counted when planned
     # per source queue ("broker#queue"): the end offset of the selection, and how far the job got
@@ -80,9 +81,9 @@ class RedriveJob(models.Model):
     @property
     def target_description(self) -> str:
         if self.target == self.Target.GROUP:
-            return f"%RETRY%{self.group} (this group only)"
+            return gettext("%(topic)s (this group only)") % {"topic": f"%RETRY%{self.group}"}
         if self.target == self.Target.ORIGINAL:
-            return "the original topic of each message (every subscribing group)"
+            return gettext("the original topic of each message (every subscribing group)")
         return self.target_topic
 
 

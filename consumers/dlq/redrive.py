@@ -9,7 +9,8 @@ import datetime as dt
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from .. import audit
 from ..changes import workflow
@@ -52,38 +53,51 @@ def plan_redrive(
     is never silently left out: the plan names it, and a small job starts only when the
     requester accepts that its dead letters stay where they are (`accept_unreadable`); a large
     one needs the approver's same choice (workflow.approve). The job then ends partial."""
-    require_role(actor, REQUEST, "redriving", "operator", cluster=cluster, group=group)
+    require_role(actor, REQUEST, _("redriving"), "operator", cluster=cluster, group=group)
     require_writable(cluster)
     if not 1 <= rate <= settings.REDRIVE_MAX_RATE:
-        raise ChangeRefused(f"the rate must be between 1 and {settings.REDRIVE_MAX_RATE} messages per second")
+        raise ChangeRefused(
+            _("the rate must be between 1 and %(max)s messages per second") % {"max": settings.REDRIVE_MAX_RATE}
+        )
     if target not in RedriveJob.Target.values:
-        raise ChangeRefused(f"unknown target {target!r}; one of: {', '.join(RedriveJob.Target.values)}")
+        targets = ", ".join(RedriveJob.Target.values)
+        raise ChangeRefused(
+            _("unknown target %(target)r; one of: %(targets)s") % {"target": target, "targets": targets}
+        )
     if target == RedriveJob.Target.TOPIC and target_topic.strip():
         # another topic may be another team's: the requester must be an operator there too
         require_topic(actor, REQUEST, cluster, target_topic.strip())
     if target == RedriveJob.Target.TOPIC and not target_topic.strip():
-        raise ChangeRefused("redriving to another topic needs the topic")
+        raise ChangeRefused(_("redriving to another topic needs the topic"))
     if RedriveJob.objects.filter(cluster=cluster, group=group, state__in=ACTIVE).exists():
-        raise ChangeRefused(f"a redrive of %DLQ%{group} is already active: one job per DLQ at a time", 409)
+        raise ChangeRefused(
+            _("a redrive of %(dlq)s is already active: one job per DLQ at a time") % {"dlq": f"%DLQ%{group}"}, 409
+        )
     counted = run_on_cluster(
         cluster, lambda c: _count(c, group, selection, target, target_topic.strip(), cluster.proxy_list)
     )
     unreadable = _unreadable(cluster, counted)
     if counted["total"] == 0:
-        gaps = f" on the brokers read ({_named(unreadable)} could not be)" if unreadable else ""
-        raise ChangeRefused(f"no message in the DLQ matches the selection{gaps}")
+        if unreadable:
+            raise ChangeRefused(
+                _("no message in the DLQ matches the selection on the brokers read (%(brokers)s could not be)")
+                % {"brokers": _named(unreadable)}
+            )
+        raise ChangeRefused(_("no message in the DLQ matches the selection"))
     large = counted["total"] > settings.REDRIVE_APPROVAL_THRESHOLD
     if unreadable and not large and not accept_unreadable:
         raise ChangeRefused(
-            f"the DLQ could not be read on {_named(unreadable)}: its dead letters there would not be part of "
-            "this job. Redrive with 'the readable brokers only' (accept_unreadable) to go ahead, or wait until "
-            "it is back",
+            _(
+                "the DLQ could not be read on %(brokers)s: its dead letters there would not be part of this job. "
+                "Redrive with 'the readable brokers only' (accept_unreadable) to go ahead, or wait until it is back"
+            )
+            % {"brokers": _named(unreadable)},
             409,
         )
     if large and not (reason or "").strip():
         raise ChangeRefused(
-            f"{counted['total']} messages is more than {settings.REDRIVE_APPROVAL_THRESHOLD}: "
-            "it needs an approver, and a reason for them"
+            _("%(total)s messages is more than %(threshold)s: it needs an approver, and a reason for them")
+            % {"total": counted["total"], "threshold": settings.REDRIVE_APPROVAL_THRESHOLD}
         )
     with transaction.atomic():
         job = RedriveJob.objects.create(
@@ -100,14 +114,16 @@ def plan_redrive(
             untouched=unreadable,
             created_by=actor.user,
         )
-        details = {"job": job.pk, "total": job.total, "target": job.target_description, "rate": rate,
+        with translation.override("en"):  # the audit log and the request's params keep it in English
+            target_description = job.target_description
+        details = {"job": job.pk, "total": job.total, "target": target_description, "rate": rate,
                    "selection": selection.to_wire(), "left_unreadable": [u["broker"] for u in unreadable]}  # fmt: skip
         audit.record("redrive-plan", username=actor.username, remote_addr=actor.remote_addr, cluster=cluster.name,
                      group=group, details=details)  # fmt: skip
         if large:
             job.change_request = workflow.submit(
                 actor=actor, cluster=cluster, group=group, kind=ChangeRequest.Kind.REDRIVE,
-                params={"job": job.pk, "selection": selection.to_wire(), "target": job.target_description,
+                params={"job": job.pk, "selection": selection.to_wire(), "target": target_description,
                         "rate": rate}, plan={"rows": [], "totals": {}, "job": job.pk, "total": job.total,
                                              "unreadable": unreadable},
                 reason=reason,
@@ -124,7 +140,7 @@ def _unreadable(cluster: Cluster, counted: dict) -> list[dict]:
     found = [{"broker": b, "reason": why, "since": None} for b, why in sorted(counted["unreadable"].items())]
     for known in KnownBroker.objects.filter(cluster=cluster).exclude(name__in=counted["listed"]).order_by("name"):
         since = known.missing_since.isoformat() if known.missing_since else None
-        found.append({"broker": known.name, "reason": "missing from the name server", "since": since})
+        found.append({"broker": known.name, "reason": _("missing from the name server"), "since": since})
     return found
 
 
@@ -139,7 +155,9 @@ async def _count(
     queues = await dlq_queues(client, group, unreadable=unreadable)
     listed = set((await client.topology.cluster_info()).masters())
     if not queues and not unreadable:
-        raise ChangeRefused(f"group {group} has no dead-letter queue on the brokers listed by the name server")
+        raise ChangeRefused(
+            _("group %(group)s has no dead-letter queue on the brokers listed by the name server") % {"group": group}
+        )
     try:
         if target == RedriveJob.Target.TOPIC:
             await check_writable(client, target_topic)
@@ -148,7 +166,7 @@ async def _count(
     except TargetRefused as exc:
         raise ChangeRefused(str(exc)) from None
     total = 0
-    async for _ in scan(client, group, selection, queues):
+    async for _message in scan(client, group, selection, queues):
         total += 1
     return {
         "total": total,
@@ -168,8 +186,11 @@ def pause(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 def resume(job: RedriveJob, *, actor: Actor) -> RedriveJob:
     if RedriveJob.objects.get(pk=job.pk).shown_state == "pausing":  # never two workers on one job
-        raise ChangeRefused(f"redrive #{job.pk} is pausing: its worker is sending the window in flight; "
-                            "resume once it is paused", 409)  # fmt: skip
+        raise ChangeRefused(
+            _("redrive #%(pk)s is pausing: its worker is sending the window in flight; resume once it is paused")
+            % {"pk": job.pk},
+            409,
+        )
     resumed = _move(job, {RedriveJob.State.PAUSED}, RedriveJob.State.QUEUED, actor, "resume", run_token="")
     _enqueue(resumed)
     return resumed
@@ -186,11 +207,15 @@ def cancel(job: RedriveJob, *, actor: Actor) -> RedriveJob:
 
 
 def _move(job: RedriveJob, expected: set, to: str, actor: Actor, action: str, **fields) -> RedriveJob:
-    require_role(actor, REQUEST, "controlling a redrive", "operator", cluster=job.cluster, group=job.group)
+    require_role(actor, REQUEST, _("controlling a redrive"), "operator", cluster=job.cluster, group=job.group)
     with transaction.atomic():
         if not RedriveJob.objects.filter(pk=job.pk, state__in=expected).update(state=to, **fields):
             now = RedriveJob.objects.get(pk=job.pk).state
-            raise ChangeRefused(f"redrive #{job.pk} is {now}: cannot {action} it", 409)
+            raise ChangeRefused(
+                _("redrive #%(pk)s is %(state)s: cannot %(action)s it")
+                % {"pk": job.pk, "state": now, "action": action},
+                409,
+            )
         audit.record(f"redrive-{action}", username=actor.username, remote_addr=actor.remote_addr,
                      cluster=job.cluster.name, group=job.group, details={"job": job.pk})  # fmt: skip
     return RedriveJob.objects.select_related("cluster").get(pk=job.pk)

@@ -11,6 +11,9 @@ every message moved while moving it from the DLQ to the DLQ.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import POP_RETRY_SEPARATORS, RETRY_PREFIX, retry_topic
 from ..rocketmq.models.topology import Perm
@@ -27,9 +30,9 @@ async def check_writable(client: AdminClient, topic: str) -> None:
     try:
         route = await client.topology.topic_route(topic, max_age=0)
     except TopicNotFound:
-        raise TargetRefused(f"topic {topic} does not exist") from None
+        raise TargetRefused(_("topic %(topic)s does not exist") % {"topic": topic}) from None
     if not any(Perm.writable(q.perm) for q in route.queue_datas):
-        raise TargetRefused(f"topic {topic} is not writable")
+        raise TargetRefused(_("topic %(topic)s is not writable") % {"topic": topic})
 
 
 async def check_group_target(client: AdminClient, group: str, proxies: list[str] = ()) -> None:
@@ -44,18 +47,23 @@ async def check_group_target(client: AdminClient, group: str, proxies: list[str]
         return
     targets = [(group, client_id, address) for client_id, address in clients.items()]
     infos = await client.progress.running_info_many(targets, timeout=RUNNING_INFO_TIMEOUT)
-    instead = "Redrive to the original topic or to another topic instead."
-    for (_, client_id, _), info in zip(targets, infos, strict=True):
+    instead = _("Redrive to the original topic or to another topic instead.")
+    for (_group, client_id, _address), info in zip(targets, infos, strict=True):
         if isinstance(info, RocketMQError):
             raise TargetRefused(
-                f"cannot tell whether {group} consumes orderly: client {client_id} did not report its running "
-                f"info ({type(info).__name__}: {info}). Sent to an orderly group, messages go straight back "
-                f"to its DLQ. {instead}"
+                _(
+                    "cannot tell whether %(group)s consumes orderly: client %(client)s did not report its running "
+                    "info (%(error)s). Sent to an orderly group, messages go straight back to its DLQ. %(instead)s"
+                )
+                % {"group": group, "client": client_id, "error": f"{type(info).__name__}: {info}", "instead": instead}
             )
         if info.orderly:
             raise TargetRefused(
-                f"{group} consumes orderly (client {client_id}): while its consumers hold queue locks the "
-                f"broker puts every message sent to {retry_topic(group)} straight back into its DLQ. {instead}"
+                _(
+                    "%(group)s consumes orderly (client %(client)s): while its consumers hold queue locks the "
+                    "broker puts every message sent to %(retry)s straight back into its DLQ. %(instead)s"
+                )
+                % {"group": group, "client": client_id, "retry": retry_topic(group), "instead": instead}
             )
 
 
@@ -67,10 +75,12 @@ async def _refuse_fifo(client: AdminClient, group: str) -> None:
     masters = (await client.topology.cluster_info(max_age=5.0)).masters()
     if await client.topology.consumes_orderly(group, masters.values()):
         raise TargetRefused(
-            f"{group} is a FIFO group (its subscription group says consumeMessageOrderly): FIFO consumers "
-            f"pop and never read {retry_topic(group)}, and orderly ones holding queue locks make the broker put "
-            "what is sent there straight back into the DLQ. Redrive to the original topic or to another topic "
-            "instead."
+            _(
+                "%(group)s is a FIFO group (its subscription group says consumeMessageOrderly): FIFO consumers "
+                "pop and never read %(retry)s, and orderly ones holding queue locks make the broker put what is "
+                "sent there straight back into the DLQ. Redrive to the original topic or to another topic instead."
+            )
+            % {"group": group, "retry": retry_topic(group)}
         )
 
 
@@ -83,11 +93,11 @@ async def _refuse_pop(client: AdminClient, group: str, proxies: list[str]) -> No
     the ways that do work."""
     why = None
     if proxies:
-        _, found = await read_proxies(client, [group], proxies)
+        _connections, found = await read_proxies(client, [group], proxies)
         if found[group][0] is not None:
-            why = "its clients are RocketMQ 5 (gRPC) consumers behind a proxy"
+            why = _("its clients are RocketMQ 5 (gRPC) consumers behind a proxy")
         elif found[group][1]:
-            why = "a proxy that may hold its clients cannot be read, so it may consume with POP"
+            why = _("a proxy that may hold its clients cannot be read, so it may consume with POP")
     if why is None:
         masters = (await client.topology.cluster_info(max_age=5.0)).masters()
         stats = await client.progress.consume_stats_many([(group, a) for a in masters.values()])
@@ -95,13 +105,20 @@ async def _refuse_pop(client: AdminClient, group: str, proxies: list[str]) -> No
         pop_topics = sorted({mq.topic for s in stats if not isinstance(s, RocketMQError) for mq in s.offsets
                              if mq.topic.startswith(prefixes)})  # fmt: skip
         if pop_topics:
-            why = f"it consumes its POP retry topic{'s' if len(pop_topics) > 1 else ''} {', '.join(pop_topics)}"
+            why = ngettext(
+                "it consumes its POP retry topic %(topics)s",
+                "it consumes its POP retry topics %(topics)s",
+                len(pop_topics),
+            ) % {"topics": ", ".join(pop_topics)}
     if why:
         raise TargetRefused(
-            f"{group} consumes with POP ({why}): POP consumers never read {retry_topic(group)}, and the broker "
-            f"offers no send that reaches this group alone (a send to %RETRY%{group}_<topic> makes it create a "
-            f"group named {group}_<topic>). Redrive to the original topic (every group subscribed to it receives "
-            "the messages) or to another topic instead."
+            _(
+                "%(group)s consumes with POP (%(why)s): POP consumers never read %(retry)s, and the broker offers "
+                "no send that reaches this group alone (a send to %(retry)s_<topic> makes it create a group named "
+                "%(group)s_<topic>). Redrive to the original topic (every group subscribed to it receives the "
+                "messages) or to another topic instead."
+            )
+            % {"group": group, "why": why, "retry": retry_topic(group)}
         )
 
 

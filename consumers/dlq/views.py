@@ -14,6 +14,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from .. import audit, claims
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
@@ -46,7 +47,7 @@ def _operator(request, cluster: str, group: str) -> None:
     (a group the user cannot see at all is not found: cluster_or_404 first)."""
     cluster_or_404(request, cluster, group)
     if not may_read_bodies(request.user, cluster, group=group):
-        raise PermissionDenied("message bodies, exports and redrives need the operator role")
+        raise PermissionDenied(_("message bodies, exports and redrives need the operator role"))
 
 
 @console_page
@@ -64,7 +65,7 @@ def group_dlq(request, cluster: str, group: str):
     operator = may_read_bodies(request.user, cluster.name, group=group)
     form = DlqFilterForm(request.GET, can_read_bodies=operator)
     if not form.is_valid():
-        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.errors.as_text()})
     try:
         queues, page, status = selectors.page(cluster, group, form.selection(), form.cleaned_data["cursor"])
     except RocketMQError as exc:
@@ -104,12 +105,12 @@ def message(request, cluster: str, group: str, broker: str, queue_id: int, offse
 @console_page
 def export(request, cluster: str, group: str, fmt: str):
     if fmt not in ("jsonl", "csv"):
-        raise Http404("exports are .jsonl or .csv")
+        raise Http404(_("exports are .jsonl or .csv"))
     _operator(request, cluster, group)
     cluster = cluster_or_404(request, cluster, group)
     form = DlqFilterForm(request.GET, can_read_bodies=True)
     if not form.is_valid():
-        return bad_request(request, f"Invalid filter: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.errors.as_text()})
     selection = form.selection()
     audit.record("dlq-export", username=request.user.get_username(), remote_addr=remote_addr(request),
                  cluster=cluster.name, group=group,
@@ -160,11 +161,12 @@ def make_readable(request, cluster: str, group: str):
     try:
         changed = run_on_cluster(cluster, lambda c: c.actions.make_topic_readable(dlq_topic(group)), mutation=True)
     except (RocketMQError, ReadOnlyCluster) as exc:
-        flash.error(request, f"could not make it readable: {exc}")
+        flash.error(request, _("could not make it readable: %(error)s") % {"error": exc})
         return redirect("consumers:dlq-group", cluster.name, group)
     audit.record("dlq-make-readable", username=request.user.get_username(), remote_addr=remote_addr(request),
                  cluster=cluster.name, group=group, details={"brokers": changed})  # fmt: skip
-    flash.success(request, f"%DLQ%{group} is readable now on {', '.join(changed) or 'every broker (it was)'}")
+    brokers = ", ".join(changed) or _("every broker (it was)")
+    flash.success(request, _("%(dlq)s is readable now on %(brokers)s") % {"dlq": dlq_topic(group), "brokers": brokers})
     return redirect("consumers:dlq-group", cluster.name, group)
 
 
@@ -177,7 +179,8 @@ def start_redrive(request, cluster: str, group: str):
         RedriveForm(request.POST),
     )
     if not (filters.is_valid() and form.is_valid()):
-        return bad_request(request, f"Invalid redrive: {filters.errors.as_text()} {form.errors.as_text()}")
+        errors = f"{filters.errors.as_text()} {form.errors.as_text()}"
+        return bad_request(request, _("Invalid redrive: %(errors)s") % {"errors": errors})
     data = form.cleaned_data
     try:
         job = redrive.plan_redrive(
@@ -189,7 +192,7 @@ def start_redrive(request, cluster: str, group: str):
     except ChangeRefused as exc:
         return bad_request(request, str(exc)) if exc.status == 400 else _refused(request, exc)
     except RocketMQError as exc:
-        return bad_request(request, f"the broker could not be read: {exc}")
+        return bad_request(request, _("the broker could not be read: %(error)s") % {"error": exc})
     if job.state == RedriveJob.State.QUEUED:
         redrive.start(job)
     return redirect("consumers:dlq-job", job.pk)
@@ -227,7 +230,7 @@ def job_action(request, pk: int, action: str):
     found = _visible_job(request, pk)
     controls = {"pause": redrive.pause, "resume": redrive.resume, "cancel": redrive.cancel}
     if action not in controls:
-        return bad_request(request, f"unknown action {action!r}; one of pause, resume, cancel")
+        return bad_request(request, _("unknown action %(action)r; one of pause, resume, cancel") % {"action": action})
     try:
         controls[action](found, actor=Actor(request.user, remote_addr(request)))
     except ChangeRefused as exc:
@@ -239,5 +242,5 @@ def _visible_job(request, pk: int) -> RedriveJob:
     """The job, if its group is one the user sees (404 as for a job that is not there)."""
     found = selectors.job(pk)
     if found is None or not scope_of(request.user).sees_group(found.cluster.name, found.group):
-        raise Http404(f"No redrive job #{pk}")
+        raise Http404(_("No redrive job #%(pk)s") % {"pk": pk})
     return found

@@ -15,6 +15,7 @@ from django.core.exceptions import DisallowedHost, PermissionDenied
 from django.http import Http404
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
@@ -35,7 +36,7 @@ def _with_a_role(view):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if not scope_of(request.user).may_somewhere(VIEW):
-            raise PermissionDenied("your account has no console role")
+            raise PermissionDenied(_("your account has no console role"))
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -103,7 +104,7 @@ def _api_user(request):
     header = request.headers.get("Authorization", "")
     if not header:
         return (request.user if request.user.is_authenticated else None), "session"
-    scheme, _, credentials = header.partition(" ")
+    scheme, _sep, credentials = header.partition(" ")
     if scheme.lower() == "bearer":
         try:
             return token_user(request, credentials.strip()), "token"
@@ -173,7 +174,7 @@ def remote_addr(request) -> str:
 
 def _basic_auth_user(request, credentials: str):
     try:
-        username, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
+        username, _sep, password = base64.b64decode(credentials, validate=True).decode().partition(":")
     except (ValueError, UnicodeDecodeError):
         return None
     return authenticate(request, username=username, password=password)
@@ -184,10 +185,10 @@ def cluster_or_404(request, name: str, group: str | None = None) -> Cluster:
     outside it a 404 that says the same as for a name that does not exist (names do not leak)."""
     scope = scope_of(request.user)
     if group is not None and not scope.sees_group(name, group):
-        raise Http404(f"No group {group} in {name}")
+        raise Http404(_("No group %(group)s in %(cluster)s") % {"group": group, "cluster": name})
     found = Cluster.objects.filter(name=name).first() if scope.sees_cluster(name) else None
     if found is None:
-        raise Http404(f"No cluster {name}")
+        raise Http404(_("No cluster %(cluster)s") % {"cluster": name})
     return found
 
 

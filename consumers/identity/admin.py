@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.utils.translation import gettext as _
 
 from .. import audit
 from ..readonly_admin import ReadOnlyAdmin
@@ -25,7 +26,7 @@ class GrantForm(forms.ModelForm):
         except PatternError as exc:
             raise forms.ValidationError(str(exc)) from None
         if required and not found:
-            raise forms.ValidationError("name at least one, or * for all")
+            raise forms.ValidationError(_("name at least one, or * for all"))
         return " ".join(found)
 
     def clean_clusters(self):
@@ -42,7 +43,7 @@ class GrantForm(forms.ModelForm):
         if self.cleaned_data.get("subject_kind") == Grant.Subject.IDP_GROUP:
             subject = subject.lstrip("/")  # Keycloak's /payments is recorded as payments
         if not subject:
-            raise forms.ValidationError("name the group or user")
+            raise forms.ValidationError(_("name the group or user"))
         return subject
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from .claims import IDP_GROUP_PREFIX
 from .roles import ROLES, VIEW
@@ -31,7 +32,10 @@ def patterns(text: str, *, blank: tuple[str, ...] = ()) -> tuple[str, ...]:
     found = tuple(dict.fromkeys(part for part in re.split(r"[\s,]+", text or "") if part))
     for pattern in found:
         if not PATTERN.match(pattern):
-            raise PatternError(f"{pattern!r} is not a name or glob (letters, digits, _ . % | - and the wildcards * ?)")
+            raise PatternError(
+                _("%(pattern)r is not a name or glob (letters, digits, _ . %% | - and the wildcards * ?)")
+                % {"pattern": pattern}
+            )
     return found or blank
 
 

@@ -14,6 +14,8 @@ import logging
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 AUDIT_ACTION = "login-locked-out"
 STATUS = 429
@@ -31,15 +33,21 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
     username = get_client_username(request, credentials) or ""
     limit = get_failure_limit(request, credentials)
     locked = [parameter for parameter, failures in failures_by_parameter(request, credentials) if failures >= limit]
-    subjects = {"username": f"the account “{username}”", "ip_address": "logins from your address"}
-    what = " and ".join(subjects[parameter] for parameter in locked) or "this account or address"
+    subjects = {"username": _("the account “%(username)s”") % {"username": username},
+                "ip_address": _("logins from your address")}  # fmt: skip
+    what = _(" and ").join(subjects[parameter] for parameter in locked) or _("this account or address")
     duration = describe(cool_off)
     how_long = (
-        f"for {duration} after the last failed attempt. An administrator can unlock sooner."
+        _("for %(duration)s after the last failed attempt. An administrator can unlock sooner.")
+        % {"duration": duration}
         if cool_off
-        else "until an administrator unlocks it."
+        else _("until an administrator unlocks it.")
     )
-    message = f"Too many failed logins: {what} {'are' if len(locked) > 1 else 'is'} locked {how_long}"
+    message = ngettext(
+        "Too many failed logins: %(what)s is locked %(how_long)s",
+        "Too many failed logins: %(what)s are locked %(how_long)s",
+        max(1, len(locked)),
+    ) % {"what": what, "how_long": how_long}
     if request.path_info.startswith("/api/"):
         response = json_error(STATUS, message)
     else:
@@ -78,9 +86,9 @@ def describe(duration) -> str:
     hours, minutes = divmod(minutes, 60)
     parts = []
     if hours:
-        parts.append(f"{hours} hour{'s' if hours != 1 else ''}")
+        parts.append(ngettext("%(count)s hour", "%(count)s hours", hours) % {"count": hours})
     if minutes:
-        parts.append(f"{minutes} minute{'s' if minutes != 1 else ''}")
+        parts.append(ngettext("%(count)s minute", "%(count)s minutes", minutes) % {"count": minutes})
     return " ".join(parts)
 
 

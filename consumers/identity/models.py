@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class IdpAccount(models.Model):
@@ -20,7 +21,7 @@ class IdpAccount(models.Model):
     last_sign_in = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        verbose_name = "identity provider account"
+        verbose_name = _("identity provider account")
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="idp_account_unique_subject")]
 
     def __str__(self) -> str:
@@ -33,9 +34,9 @@ class Grant(models.Model):
     separated by commas or spaces."""
 
     class Subject(models.TextChoices):
-        IDP_GROUP = "idp_group", "identity provider group"
-        GROUP = "group", "local group"
-        USER = "user", "user"
+        IDP_GROUP = "idp_group", _("identity provider group")
+        GROUP = "group", _("local group")
+        USER = "user", _("user")
 
     class Role(models.TextChoices):
         VIEWER = "viewer"
@@ -48,12 +49,12 @@ class Grant(models.Model):
     # or a user's name
     subject = models.CharField(max_length=150)
     role = models.CharField(max_length=16, choices=Role.choices)
-    clusters = models.CharField(max_length=500, default="*", help_text="cluster names or globs; * for all")
-    groups = models.CharField(max_length=1000, default="*", help_text="consumer group globs, e.g. payments-*")
+    clusters = models.CharField(max_length=500, default="*", help_text=_("cluster names or globs; * for all"))
+    groups = models.CharField(max_length=1000, default="*", help_text=_("consumer group globs, e.g. payments-*"))
     topics = models.CharField(
         max_length=1000,
         blank=True,
-        help_text="topic globs for the message pages; the groups' own retry and DLQ topics are always included",
+        help_text=_("topic globs for the message pages; the groups' own retry and DLQ topics are always included"),
     )
     note = models.CharField(max_length=200, blank=True)
     created_by = models.ForeignKey(

@@ -18,6 +18,7 @@ import requests
 from authlib.integrations.base_client import MismatchingStateError, OAuthError
 from authlib.integrations.django_client import OAuth
 from django.conf import settings
+from django.utils.translation import gettext as _
 from joserfc.errors import ClaimError, JoseError
 
 from .claims import claim
@@ -65,9 +66,15 @@ def metadata() -> dict:
     try:
         found = client().load_server_metadata()
     except (requests.RequestException, ValueError) as exc:
-        raise SignInError(503, f"The identity provider at {settings.OIDC_ISSUER} cannot be reached ({exc}).") from exc
+        raise SignInError(
+            503,
+            _("The identity provider at %(issuer)s cannot be reached (%(error)s).")
+            % {"issuer": settings.OIDC_ISSUER, "error": exc},
+        ) from exc
     if str(found.get("issuer", "")).rstrip("/") != settings.OIDC_ISSUER:
-        raise SignInError(503, f"The identity provider calls itself {found.get('issuer')!r}, not OIDC_ISSUER.")
+        raise SignInError(
+            503, _("The identity provider calls itself %(issuer)r, not OIDC_ISSUER.") % {"issuer": found.get("issuer")}
+        )
     return found
 
 
@@ -78,7 +85,11 @@ def authorization_redirect(request, redirect_uri: str):
     try:
         return client().authorize_redirect(request, redirect_uri)
     except requests.RequestException as exc:
-        raise SignInError(503, f"The identity provider cannot be reached ({exc}).") from exc
+        raise SignInError(503, unreachable(exc)) from exc
+
+
+def unreachable(exc: Exception) -> str:
+    return _("The identity provider cannot be reached (%(error)s).") % {"error": exc}
 
 
 def complete(request) -> tuple[dict, dict]:
@@ -87,32 +98,35 @@ def complete(request) -> tuple[dict, dict]:
     if error:
         description = request.GET.get("error_description", "")
         status = 403 if error == "access_denied" else 400
-        raise SignInError(status, f"The identity provider did not sign you in: {error} {description}".strip())
+        why = f"{error} {description}".strip()
+        raise SignInError(status, _("The identity provider did not sign you in: %(why)s") % {"why": why})
     if not request.GET.get("state") or not request.GET.get("code"):
-        raise SignInError(400, "This sign-in answer lacks its state or code: start again from the login page.")
+        raise SignInError(400, _("This sign-in answer lacks its state or code: start again from the login page."))
     issuer = metadata()["issuer"]
     # RFC 9207: a provider that names itself in the answer must be ours (a mix-up attack otherwise)
     if request.GET.get("iss") not in (None, issuer):
-        raise SignInError(400, "This sign-in answer comes from another identity provider.")
+        raise SignInError(400, _("This sign-in answer comes from another identity provider."))
     try:
         token = client().authorize_access_token(request, claims_options=_claims_options(issuer))
     except MismatchingStateError as exc:
         raise SignInError(
             400,
-            "This sign-in answer does not belong to this browser session: it was used already, it is "
-            "too old, or it was started elsewhere. Start again from the login page.",
+            _(
+                "This sign-in answer does not belong to this browser session: it was used already, it is "
+                "too old, or it was started elsewhere. Start again from the login page."
+            ),
         ) from exc
     except OAuthError as exc:
         why = f"{exc.error} {exc.description or ''}".strip()
-        raise SignInError(400, f"The identity provider refused the sign-in code: {why}") from exc
+        raise SignInError(400, _("The identity provider refused the sign-in code: %(why)s") % {"why": why}) from exc
     except JoseError as exc:
         what = f"{exc.error}: {exc.claim}" if isinstance(exc, ClaimError) else exc.error
-        raise SignInError(400, f"The identity provider's ID token is not valid ({what}).") from exc
+        raise SignInError(400, _("The identity provider's ID token is not valid (%(what)s).") % {"what": what}) from exc
     except requests.RequestException as exc:
-        raise SignInError(503, f"The identity provider cannot be reached ({exc}).") from exc
+        raise SignInError(503, unreachable(exc)) from exc
     claims = token.get("userinfo")
     if not token.get("id_token") or not claims:
-        raise SignInError(400, "The identity provider sent no ID token.")
+        raise SignInError(400, _("The identity provider sent no ID token."))
     return token, dict(claims)
 
 

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth import logout as auth_logout
 from django.db import transaction
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from joserfc.errors import JoseError
 
 from .. import audit
@@ -76,7 +77,7 @@ def recheck(request) -> accounts.SignedIn:
 def _refreshed(refresh_token: str) -> dict:
     endpoint = oidc.metadata().get("token_endpoint")
     if not endpoint:
-        raise oidc.SignInError(503, "The identity provider names no token endpoint.")
+        raise oidc.SignInError(503, _("The identity provider names no token endpoint."))
     try:
         answer = requests.post(
             endpoint,
@@ -85,15 +86,17 @@ def _refreshed(refresh_token: str) -> dict:
             timeout=settings.OIDC_TIMEOUT,
         )
     except requests.RequestException as exc:
-        raise oidc.SignInError(503, f"The identity provider cannot be reached ({exc}).") from exc
+        raise oidc.SignInError(503, oidc.unreachable(exc)) from exc
     if answer.status_code in (400, 401):  # invalid_grant: the session is over at the provider
         raise Ended(f"the identity provider refused the refresh: {answer.text[:200]}")
     if answer.status_code != 200:
-        raise oidc.SignInError(503, f"The identity provider answered {answer.status_code} to a refresh.")
+        raise oidc.SignInError(
+            503, _("The identity provider answered %(status)s to a refresh.") % {"status": answer.status_code}
+        )
     try:
         return answer.json()
     except ValueError as exc:
-        raise oidc.SignInError(503, "The identity provider's refresh answer is not JSON.") from exc
+        raise oidc.SignInError(503, _("The identity provider's refresh answer is not JSON.")) from exc
 
 
 def _validated(token: dict, subject: str) -> dict:
@@ -160,7 +163,9 @@ class RecheckMiddleware:
             log.warning("team membership of %s not re-read: %s", request.user.get_username(), exc.message)
             if request.method in ("GET", "HEAD", "OPTIONS"):
                 return None  # reads go on with the groups last known
-            message = f"Your team membership could not be confirmed with the identity provider: {exc.message}"
+            message = _("Your team membership could not be confirmed with the identity provider: %(why)s") % {
+                "why": exc.message
+            }
             if request.path.startswith("/api/"):
                 from ..errors import json_error
 

@@ -16,6 +16,8 @@ from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import audit
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 NEXT_KEY = "oidc_next"
 ID_TOKEN_KEY = "oidc_id_token"
 BACKEND = "consumers.identity.backends.IdentityProviderBackend"
-PASSWORD_OFF = "Password login is off: sign in with single sign-on."
+PASSWORD_OFF = gettext_lazy("Password login is off: sign in with single sign-on.")
 
 
 class LoginView(auth_views.LoginView):
@@ -76,7 +78,7 @@ def admin_login(request):
 @require_GET
 def start_sign_in(request):
     if not oidc.enabled():
-        raise Http404("single sign-on is not configured")
+        raise Http404(_("single sign-on is not configured"))
     wanted = request.GET.get("next", "")
     safe = url_has_allowed_host_and_scheme(wanted, {request.get_host()}, require_https=request.is_secure())
     request.session[NEXT_KEY] = wanted if safe else ""
@@ -90,7 +92,7 @@ def start_sign_in(request):
 @require_GET
 def callback(request):
     if not oidc.enabled():
-        raise Http404("single sign-on is not configured")
+        raise Http404(_("single sign-on is not configured"))
     try:
         token, claims = oidc.complete(request)
         signed_in = accounts.sign_in(oidc.metadata()["issuer"], oidc.with_userinfo(token, claims),
@@ -98,10 +100,12 @@ def callback(request):
     except oidc.SignInError as exc:
         return sign_in_failed(request, exc)
     except accounts.AccountError as exc:
-        return sign_in_failed(request, oidc.SignInError(400, f"The identity provider's answer is unusable: {exc}."))
+        unusable = _("The identity provider's answer is unusable: %(why)s.") % {"why": exc}
+        return sign_in_failed(request, oidc.SignInError(400, unusable))
     user = signed_in.user
     if not user.is_active:
-        return sign_in_failed(request, oidc.SignInError(403, "Your console account is disabled: ask an administrator."))
+        disabled = _("Your console account is disabled: ask an administrator.")
+        return sign_in_failed(request, oidc.SignInError(403, disabled))
     wanted = request.session.pop(NEXT_KEY, "")
     auth_login(request, user, backend=BACKEND)
     request.session[ID_TOKEN_KEY] = token["id_token"]  # the id_token_hint of the logout
@@ -133,8 +137,8 @@ def logout(request):
         url = oidc.logout_url(id_token, request.build_absolute_uri(reverse("login")))
         if url:
             return render(request, "identity/provider_logout.html", {"end_session_url": url})
-        messages.warning(request, "Signed out of the console; the identity provider could not be reached, so you may "
-                                  "still be signed in there.")  # fmt: skip
+        messages.warning(request, _("Signed out of the console; the identity provider could not be reached, so you "
+                                    "may still be signed in there."))  # fmt: skip
     return redirect(settings.LOGOUT_REDIRECT_URL)
 
 

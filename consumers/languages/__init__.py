@@ -10,4 +10,5 @@ recipient in the saved language of the user with that address, else LANGUAGE_COD
 and Alertmanager texts, with no reader known, are in LANGUAGE_CODE. A lag report is written in
 the language its maker reads the console in; a scheduled one in its recipients' language when
 they share one, else LANGUAGE_CODE (reports/services.py). Dates: English keeps ISO 8601
-(formats/en), Chinese takes Django's formats."""
+(formats/en), Chinese takes Django's formats. The API answers in English
+(middleware.py)."""

@@ -1,10 +1,11 @@
-"""Health evidence in the reader's language.
+"""Health evidence and allocation diagnostics in the reader's language.
 
-A poll writes each finding's evidence once, in English, into the group's snapshot document: the
-API's `evidence` field and the alerts keep it so. A page shows it translated: the sentence is
-matched against the English formats it was made from (consumers/live/health.py) and formatted
-again with the translated format and the same values. A sentence no format made (a reason
-passed through from elsewhere) is shown as it is."""
+A poll writes each finding's evidence and each diagnostic once, in English, into the group's
+snapshot document: the API's `evidence` and `message` fields and the alerts keep them so. A page
+shows them translated: the sentence is matched against the English formats it was made from
+(consumers/live/health.py, consumers/live/diagnostics.py) and formatted again with the translated
+format and the same values. A sentence no format made (a reason passed through from elsewhere)
+is shown as it is."""
 
 from __future__ import annotations
 
@@ -28,10 +29,11 @@ def _pattern(fmt: str) -> re.Pattern:
 
 @functools.cache
 def _formats() -> tuple[tuple[str, re.Pattern], ...]:
+    from ..live.diagnostics import DIAGNOSTIC_FORMATS
     from ..live.health import EVIDENCE_FORMATS
     from ..live.selectors import STALE_DATA
 
-    return tuple((fmt, _pattern(fmt)) for fmt in (*EVIDENCE_FORMATS, STALE_DATA))
+    return tuple((fmt, _pattern(fmt)) for fmt in (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS))
 
 
 def translate_evidence(text) -> str:

@@ -69,6 +69,64 @@ def message_model(progress: GroupProgress) -> str | None:
     return models.pop() if len(models) == 1 else None
 
 
+# The diagnostics' messages, in English: the poll writes them into the group's document once for
+# every reader, and the API keeps them so; pages show them in the reader's language, parsed back
+# by these formats (consumers/languages/evidence.py, as the health evidence)
+VIA_PROXY = gettext_noop(
+    "RocketMQ 5 clients through rocketmq-proxy (POP): the broker assigns messages per request, so no queue is held "
+    "by a client. Lag counts messages nobody has taken yet; messages taken and not yet acknowledged (in flight) are "
+    "not in it."
+)
+REMOTING_POP = gettext_noop(
+    "Remoting clients switched to POP (mqadmin setConsumeMode): the broker hands out messages per pop request, so "
+    "no queue is held by one client. Each client's pops and unacknowledged messages are listed below; lag counts "
+    "only what nobody has popped yet."
+)
+MIXED_CONSUMERS = gettext_noop(
+    "Remoting clients and %(count)s RocketMQ 5 gRPC client(s) via a proxy (%(clients)s) consume in one group: the "
+    "remoting ones hold queues and commit offsets, the gRPC ones pop what the broker assigns, and neither sees the "
+    "other in its rebalance. The allocation below covers the remoting clients only. Run one kind per group."
+)
+BROADCASTING = gettext_noop(
+    "Broadcasting group: every client consumes every queue and keeps its offsets itself; they are shown per client "
+    "below, not read from the broker."
+)
+RUNNING_INFO_UNKNOWN = gettext_noop("Allocation unknown for %(count)s client(s) that did not answer: %(clients)s.")
+DUPLICATE_CLIENT_ID = gettext_noop(
+    "Client id %(client)s is used by %(count)s connections (%(addresses)s): they are given the same queues and other "
+    "queues go unconsumed. Give each consumer its own instanceName."
+)
+UNHELD_QUEUES = gettext_noop(
+    "%(unheld)s of %(queues)s queue(s) are held by no client while %(clients)s client(s) are online: %(labels)s"
+)
+UNPOPPED_QUEUES = gettext_noop(
+    "%(silent)s of %(queues)s queue(s) have not been popped from by any of the %(clients)s client(s) in "
+    "%(seconds)ss: %(labels)s"
+)
+DEFAULT_RECONSUME_TIMES = gettext_noop("16 (default)")
+POP_DROPS_FAILURES = gettext_noop(
+    "Remoting POP clients never send failures to the DLQ: a message that failed maxReconsumeTimes (%(times)s) times "
+    "is retried with growing delays until 4 h after it was sent, then acknowledged and dropped. Failing messages of "
+    "this group are lost, not dead-lettered; watch its retry topics."
+)
+CLIENTS_WITHOUT_QUEUES = gettext_noop(
+    "%(idle)s client(s) hold no queue (%(names)s): the group has %(clients)s clients for %(queues)s queues, so they "
+    "stand idle."
+)
+DIFFERENT_SUBSCRIPTIONS = gettext_noop(
+    "Members of the group subscribe differently, so rebalancing hands queues to clients that filter their messages "
+    "out: %(subscriptions)s"
+)
+MIXED_VERSIONS = gettext_noop("Mixed client versions: %(versions)s")
+MIXED_STRATEGIES = gettext_noop(
+    "Clients use different allocation strategies, so they disagree on who holds which queue: %(strategies)s"
+)
+DIAGNOSTIC_FORMATS = (
+    VIA_PROXY, REMOTING_POP, MIXED_CONSUMERS, BROADCASTING, RUNNING_INFO_UNKNOWN, DUPLICATE_CLIENT_ID, UNHELD_QUEUES,
+    UNPOPPED_QUEUES, DEFAULT_RECONSUME_TIMES, POP_DROPS_FAILURES, CLIENTS_WITHOUT_QUEUES, DIFFERENT_SUBSCRIPTIONS,
+    MIXED_VERSIONS, MIXED_STRATEGIES,
+)  # fmt: skip
+
 # how a group's clients consume, from what brokers and proxies report of them
 # in English; pages translate them (templatetags/console.py: consumption_label)
 CONSUMPTION = {
@@ -138,27 +196,11 @@ def diagnose(progress: GroupProgress) -> list[Diagnostic]:
     if progress.via_proxy:
         # POP: the broker hands out messages per request; no client holds a queue, so "queue held
         # by no client" and "idle client" do not apply
-        found.append(
-            Diagnostic(
-                "assigned-by-broker",
-                "info",
-                "RocketMQ 5 clients through rocketmq-proxy (POP): the broker assigns messages per request, so no "
-                "queue is held by a client. Lag counts messages nobody has taken yet; messages taken and not yet "
-                "acknowledged (in flight) are not in it.",
-            )
-        )
+        found.append(Diagnostic("assigned-by-broker", "info", VIA_PROXY))
         found += _different_subscriptions(progress)
         return found
     if remoting_pop(progress):
-        found.append(
-            Diagnostic(
-                "assigned-by-broker",
-                "info",
-                "Remoting clients switched to POP (mqadmin setConsumeMode): the broker hands out messages per pop "
-                "request, so no queue is held by one client. Each client's pops and unacknowledged messages are "
-                "listed below; lag counts only what nobody has popped yet.",
-            )
-        )
+        found.append(Diagnostic("assigned-by-broker", "info", REMOTING_POP))
         found += _unpopped_queues(progress)
         found += _pop_drops_failures(progress)
         found += _different_subscriptions(progress)
@@ -169,22 +211,12 @@ def diagnose(progress: GroupProgress) -> list[Diagnostic]:
             Diagnostic(
                 "mixed-consumers",
                 "warn",
-                f"Remoting clients and {len(progress.proxy_clients)} RocketMQ 5 gRPC client(s) via a proxy "
-                f"({', '.join(progress.proxy_clients)}) consume in one group: the remoting ones hold queues and "
-                "commit offsets, the gRPC ones pop what the broker assigns, and neither sees the other in its "
-                "rebalance. The allocation below covers the remoting clients only. Run one kind per group.",
+                MIXED_CONSUMERS % {"count": len(progress.proxy_clients), "clients": ", ".join(progress.proxy_clients)},
             )
         )
     model = message_model(progress)
     if model == "BROADCASTING":
-        found.append(
-            Diagnostic(
-                "broadcasting",
-                "info",
-                "Broadcasting group: every client consumes every queue and keeps its offsets itself; "
-                "they are shown per client below, not read from the broker.",
-            )
-        )
+        found.append(Diagnostic("broadcasting", "info", BROADCASTING))
     unreadable = {p.target for p in progress.problems if p.scope == "running-info"}
     if model != "BROADCASTING" and not unreadable:
         found += _unheld_queues(progress)
@@ -196,8 +228,7 @@ def diagnose(progress: GroupProgress) -> list[Diagnostic]:
             Diagnostic(
                 "running-info-unknown",
                 "info",
-                f"Allocation unknown for {len(unreadable)} client(s) that did not answer: "
-                f"{', '.join(sorted(unreadable))}.",
+                RUNNING_INFO_UNKNOWN % {"count": len(unreadable), "clients": ", ".join(sorted(unreadable))},
             )
         )
     return found
@@ -213,8 +244,7 @@ def _duplicate_client_ids(progress: GroupProgress) -> list[Diagnostic]:
                 Diagnostic(
                     "duplicate-client-id",
                     "warn",
-                    f"Client id {client_id} is used by {count} connections ({', '.join(addrs)}): they are given the "
-                    "same queues and other queues go unconsumed. Give each consumer its own instanceName.",
+                    DUPLICATE_CLIENT_ID % {"client": client_id, "count": count, "addresses": ", ".join(addrs)},
                 )
             )
     return found
@@ -241,8 +271,8 @@ def _unheld_queues(progress: GroupProgress) -> list[Diagnostic]:
         Diagnostic(
             "unheld-queues",
             "warn",
-            f"{len(unheld)} of {len(queues)} queue(s) are held by no client while "
-            f"{len(progress.running_info)} client(s) are online: {labels}",
+            UNHELD_QUEUES
+            % {"unheld": len(unheld), "queues": len(queues), "clients": len(progress.running_info), "labels": labels},
         )
     ]
 
@@ -272,8 +302,14 @@ def _unpopped_queues(progress: GroupProgress) -> list[Diagnostic]:
         Diagnostic(
             "unpopped-queues",
             "warn",
-            f"{len(silent)} of {len(queues)} queue(s) have not been popped from by any of the "
-            f"{len(progress.running_info)} client(s) in {POP_SILENCE_SECONDS}s: {labels}",
+            UNPOPPED_QUEUES
+            % {
+                "silent": len(silent),
+                "queues": len(queues),
+                "clients": len(progress.running_info),
+                "seconds": POP_SILENCE_SECONDS,
+                "labels": labels,
+            },
         )
     ]
 
@@ -287,14 +323,12 @@ def _pop_drops_failures(progress: GroupProgress) -> list[Diagnostic]:
     if not concurrent:
         return []
     limits = sorted({info.properties.get("maxReconsumeTimes", "-1") for info in concurrent.values()})
-    shown = ", ".join("16 (default)" if v == "-1" else v for v in limits)
+    shown = ", ".join(DEFAULT_RECONSUME_TIMES if v == "-1" else v for v in limits)
     return [
         Diagnostic(
             "pop-drops-failures",
             "warn",
-            f"Remoting POP clients never send failures to the DLQ: a message that failed maxReconsumeTimes ({shown}) "
-            "times is retried with growing delays until 4 h after it was sent, then acknowledged and dropped. "
-            "Failing messages of this group are lost, not dead-lettered; watch its retry topics.",
+            POP_DROPS_FAILURES % {"times": shown},
         )
     ]
 
@@ -312,9 +346,13 @@ def _clients_without_queues(progress: GroupProgress) -> list[Diagnostic]:
         Diagnostic(
             "clients-without-queues",
             "warn",
-            f"{len(idle)} client(s) hold no queue ({', '.join(idle)}): the group has "
-            f"{len(progress.running_info)} clients for {len(progress.main_queues) + len(progress.uncommitted)} "
-            "queues, so they stand idle.",
+            CLIENTS_WITHOUT_QUEUES
+            % {
+                "idle": len(idle),
+                "names": ", ".join(idle),
+                "clients": len(progress.running_info),
+                "queues": len(progress.main_queues) + len(progress.uncommitted),
+            },
         )
     ]
 
@@ -335,8 +373,7 @@ def _different_subscriptions(progress: GroupProgress) -> list[Diagnostic]:
         Diagnostic(
             "different-subscriptions",
             "warn",
-            f"Members of the group subscribe differently, so rebalancing hands queues to clients that filter "
-            f"their messages out: {described}",
+            DIFFERENT_SUBSCRIPTIONS % {"subscriptions": described},
         )
     ]
 
@@ -349,7 +386,7 @@ def _mixed(progress: GroupProgress) -> list[Diagnostic]:
             Diagnostic(
                 "mixed-versions",
                 "info",
-                "Mixed client versions: " + ", ".join(f"{v} ({n})" for v, n in sorted(versions.items())),
+                MIXED_VERSIONS % {"versions": ", ".join(f"{v} ({n})" for v, n in sorted(versions.items()))},
             )
         )
     strategies = Counter(
@@ -360,8 +397,7 @@ def _mixed(progress: GroupProgress) -> list[Diagnostic]:
             Diagnostic(
                 "mixed-allocation-strategies",
                 "warn",
-                "Clients use different allocation strategies, so they disagree on who holds which queue: "
-                + ", ".join(f"{s} ({n})" for s, n in sorted(strategies.items())),
+                MIXED_STRATEGIES % {"strategies": ", ".join(f"{s} ({n})" for s, n in sorted(strategies.items()))},
             )
         )
     return found

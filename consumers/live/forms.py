@@ -34,8 +34,8 @@ class GroupFilterForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=[(k, SORT_LABELS.get(k, k)) for k in SORT_KEYS])
     dir = forms.ChoiceField(required=False, choices=[("desc", _("descending")), ("asc", _("ascending"))])
     page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
-    cursor = forms.CharField(required=False, max_length=2000, help_text="the API's next_cursor")
-    limit = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text="rows per page (API)")
+    cursor = forms.CharField(required=False, max_length=2000, help_text=_("the API's next_cursor"))
+    limit = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text=_("rows per page (API)"))
 
     def clean_cursor(self) -> dict | None:
         """The API's opaque cursor back: a row's place in the order (see selectors.group_page)."""
@@ -45,12 +45,12 @@ class GroupFilterForm(forms.Form):
         try:
             place = json.loads(base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4)))
         except (ValueError, binascii.Error):
-            raise forms.ValidationError("not a cursor this API gave") from None
+            raise forms.ValidationError(_("not a cursor this API gave")) from None
         valid = isinstance(place, dict) and set(place) == {"value", "group", "cluster", "sort", "dir"}
         valid = valid and all(isinstance(place[k], str) for k in ("group", "cluster", "sort", "dir"))
         valid = valid and (place["value"] is None or type(place["value"]) in (int, float, str))
         if not valid:
-            raise forms.ValidationError("not a cursor this API gave")
+            raise forms.ValidationError(_("not a cursor this API gave"))
         return place
 
     def __init__(self, data, *, cluster_names: list[str]):
@@ -58,21 +58,25 @@ class GroupFilterForm(forms.Form):
         self.fields["cluster"].choices = [("", _("all"))] + [(n, n) for n in cluster_names]
         for field in self.fields.values():
             if isinstance(field, forms.ChoiceField):
-                valid = ", ".join(value or "(empty)" for value, _ in field.choices)
-                field.error_messages["invalid_choice"] = f"%(value)s is not valid; valid values: {valid}"
+                valid = ", ".join(value or str(_("(empty)")) for value, _label in field.choices)
+                # %(value)s is Django's, filled in when a value is refused
+                field.error_messages["invalid_choice"] = _("%%(value)s is not valid; valid values: %(valid)s") % {
+                    "valid": valid
+                }
 
     def clean(self):
         unknown = sorted(set(self.data) - set(self.fields))
         if unknown:
             raise forms.ValidationError(
-                f"unknown parameter(s) {', '.join(unknown)}; valid parameters: {', '.join(self.fields)}"
+                _("unknown parameter(s) %(unknown)s; valid parameters: %(valid)s")
+                % {"unknown": ", ".join(unknown), "valid": ", ".join(self.fields)}
             )
         data = super().clean()
         place = data.get("cursor")
         if place and (place["sort"], place["dir"]) != (data.get("sort") or "lag", data.get("dir") or "desc"):
-            raise forms.ValidationError("the cursor belongs to another sort order: keep sort and dir as they were")
+            raise forms.ValidationError(_("the cursor belongs to another sort order: keep sort and dir as they were"))
         if place and data.get("page"):
-            raise forms.ValidationError("give page or cursor, not both")
+            raise forms.ValidationError(_("give page or cursor, not both"))
         return data
 
     def selector_arguments(self) -> dict:

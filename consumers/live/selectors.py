@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from ..identity import Scope
@@ -51,16 +52,20 @@ class Freshness:
 def freshness(as_of: float | None, stale_reason: str | None, *, cluster: Cluster, meta, now: float) -> Freshness:
     """The staleness rule: stale when the poll said so, or when older than the expected refresh."""
     if as_of is None:
-        return Freshness(True, stale_reason or "never read", None)
+        return Freshness(True, stale_reason or _("never read"), None)
     age = now - as_of
     if stale_reason:
         return Freshness(True, stale_reason, age)
     if age > stale_after(cluster.poll_interval, meta.groups if meta else None):
-        reason = f"not refreshed for {age:.0f} s (expected every {cluster.poll_interval} s)"
+        reason = _("not refreshed for %(age)s s (expected every %(interval)s s)") % {
+            "age": f"{age:.0f}",
+            "interval": cluster.poll_interval,
+        }
         if meta is not None and meta.status == "failed" and meta.error:
-            reason += f"; the last poll failed: {meta.error}"
+            reason = _("%(reason)s; the last poll failed: %(error)s") % {"reason": reason, "error": meta.error}
         if meta is not None and meta.skipped:
-            reason += f"; polls skipped for {now - meta.skipped['since']:.0f} s: {meta.skipped['why']}"
+            skipped = {"reason": reason, "seconds": f"{now - meta.skipped['since']:.0f}", "why": meta.skipped["why"]}
+            reason = _("%(reason)s; polls skipped for %(seconds)s s: %(why)s") % skipped
         return Freshness(True, reason, age)
     return Freshness(False, None, age)
 
@@ -81,11 +86,11 @@ def last_seen_before_snapshot_lost(cluster: Cluster) -> dt.datetime | None:
 
 
 def awaiting_poll_message(cluster: Cluster, last_seen: dt.datetime) -> str:
-    return (
-        f"Waiting for the first poll after Redis returned: Redis holds no snapshot of {cluster.name} "
-        f"(it restarted or lost its data). A poll last read the cluster at {last_seen:%Y-%m-%d %H:%M:%S} UTC; "
-        f"data is back within two polls (every {cluster.poll_interval} s)."
-    )
+    return _(
+        "Waiting for the first poll after Redis returned: Redis holds no snapshot of %(cluster)s (it restarted or "
+        "lost its data). A poll last read the cluster at %(last_seen)s UTC; data is back within two polls (every "
+        "%(interval)s s)."
+    ) % {"cluster": cluster.name, "last_seen": f"{last_seen:%Y-%m-%d %H:%M:%S}", "interval": cluster.poll_interval}
 
 
 def awaiting_poll(redis, cluster: Cluster) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from ..errors import bad_request
 from ..identity import cluster_or_404, console_page, scope_of, visible_clusters
@@ -34,9 +35,9 @@ def group_list(request):
     clusters = visible_clusters(request)
     form = GroupFilterForm(request.GET, cluster_names=[c.name for c in clusters])
     if not form.is_valid():
-        return bad_request(request, f"Invalid filter: {form.error_text()}")
+        return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.error_text()})
     if form.cleaned_data["cursor"] or form.cleaned_data["limit"]:
-        return bad_request(request, "cursor and limit are for /api/groups/; this page goes by page")
+        return bad_request(request, _("cursor and limit are for /api/groups/; this page goes by page"))
     arguments = form.selector_arguments()
     page = selectors.group_page(get_redis(), clusters=clusters, scope=scope_of(request.user), **arguments)
     without_page = request.GET.copy()
@@ -60,7 +61,9 @@ def group_detail(request, cluster: str, group: str):
         awaiting = selectors.awaiting_poll(get_redis(), cluster)
         if awaiting:
             return awaiting_poll_page(request, cluster, awaiting)
-        raise Http404(f"No group {group} in the last snapshot of {cluster}")
+        raise Http404(
+            _("No group %(group)s in the last snapshot of %(cluster)s") % {"group": group, "cluster": cluster}
+        )
     # the template gets the wire form: Django's template lookups try item access first, and on
     # a dataclass every failed try costs an exception (about 1 ms on a 64-queue page)
     context = {"cluster": cluster, "group": group, "doc": view.doc.to_wire(), "state": view.state, "age": view.age}
@@ -68,7 +71,7 @@ def group_detail(request, cluster: str, group: str):
         return render(request, "consumers/partials/_group_state.html", context)
     period = PeriodForm(request.GET)  # the statistics section's period (its charts load separately)
     if not period.is_valid():
-        return bad_request(request, f"Invalid period: {period.errors.as_text()}")
+        return bad_request(request, _("Invalid period: %(errors)s") % {"errors": period.errors.as_text()})
     statistics = {"period_form": period, "period_presets": PRESETS, "period_query": request.GET.urlencode()}
     extra = {"nav": "groups", "rebalance_changes": settings.HEALTH_REBALANCE_CHANGES}
     return render(request, "consumers/group_detail.html", {**context, **statistics, **extra})

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from ..inputs import EARLIEST_MS, decode_cursor, is_ascii_int, moment_problem, text_problem
 from ..models import Cluster
@@ -18,7 +19,8 @@ TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,255}")
 # 34 from the RocketMQ 5 SDKs ("01" + 32)
 MESSAGE_ID = re.compile(r"[0-9A-Fa-f]{16,64}")
 DATETIME = {"input_formats": ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]}
-BY = [("id", "message id"), ("key", "key"), ("offset", "topic, queue and offset"), ("time", "topic and time range")]
+BY = [("id", _("message id")), ("key", _("key")), ("offset", _("topic, queue and offset")),
+      ("time", _("topic and time range"))]  # fmt: skip
 MAX_OFFSET = 2**63 - 1
 
 
@@ -48,10 +50,12 @@ class AsciiIntegerField(forms.CharField):
         if not text:
             return None
         if not is_ascii_int(text):
-            raise forms.ValidationError("write a whole number in digits 0-9")
+            raise forms.ValidationError(_("write a whole number in digits 0-9"))
         number = int(text)
         if not self.min_value <= number <= self.max_value:
-            raise forms.ValidationError(f"must be between {self.min_value} and {self.max_value}")
+            raise forms.ValidationError(
+                _("must be between %(min)s and %(max)s") % {"min": self.min_value, "max": self.max_value}
+            )
         return number
 
 
@@ -61,17 +65,17 @@ def _moment_field(label: str) -> forms.DateTimeField:
 
 
 class FindForm(forms.Form):
-    cluster = forms.ChoiceField(choices=())
-    by = forms.ChoiceField(choices=BY, initial="id", label="find by")
-    msg_id = forms.CharField(required=False, max_length=64, label="message id",
-                             help_text="the broker's offset id or the client's id (UNIQ_KEY)")  # fmt: skip
-    topic = forms.CharField(required=False, max_length=255)
-    key = forms.CharField(required=False, max_length=255, help_text="a business key (KEYS)")
-    broker = forms.CharField(required=False, max_length=255)
-    queue_id = AsciiIntegerField(required=False, min_value=0, max_value=65535, label="queue")
-    offset = AsciiIntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
-    since = _moment_field("from (UTC)")
-    until = _moment_field("to (UTC)")
+    cluster = forms.ChoiceField(choices=(), label=_("cluster"))
+    by = forms.ChoiceField(choices=BY, initial="id", label=_("find by"))
+    msg_id = forms.CharField(required=False, max_length=64, label=_("message id"),
+                             help_text=_("the broker's offset id or the client's id (UNIQ_KEY)"))  # fmt: skip
+    topic = forms.CharField(required=False, max_length=255, label=_("topic"))
+    key = forms.CharField(required=False, max_length=255, label=_("key"), help_text=_("a business key (KEYS)"))
+    broker = forms.CharField(required=False, max_length=255, label=_("broker"))
+    queue_id = AsciiIntegerField(required=False, min_value=0, max_value=65535, label=_("queue"))
+    offset = AsciiIntegerField(required=False, min_value=0, max_value=MAX_OFFSET, label=_("offset"))
+    since = _moment_field(_("from (UTC)"))
+    until = _moment_field(_("to (UTC)"))
     cursor = forms.CharField(required=False, widget=forms.HiddenInput, max_length=20000)
 
     NEEDS = {"id": ("msg_id",), "key": ("topic", "key"), "offset": ("topic", "broker", "queue_id", "offset"),
@@ -93,7 +97,8 @@ class FindForm(forms.Form):
         unknown = sorted(set(self.data) - set(self.fields)) if self.strict else []
         if unknown:
             raise forms.ValidationError(
-                f"unknown parameter(s) {', '.join(unknown)}; valid parameters: {', '.join(self.fields)}"
+                _("unknown parameter(s) %(unknown)s; valid parameters: %(valid)s")
+                % {"unknown": ", ".join(unknown), "valid": ", ".join(self.fields)}
             )
         data = super().clean()
         for name in ("msg_id", "topic", "key", "broker"):
@@ -107,20 +112,22 @@ class FindForm(forms.Form):
         self._check_shapes(data)
         missing = [n for n in self.NEEDS.get(data.get("by"), ()) if data.get(n) in (None, "")]
         if missing:
-            raise forms.ValidationError(f"finding by {data['by']} needs {', '.join(missing)}")
+            raise forms.ValidationError(
+                _("finding by %(by)s needs %(missing)s") % {"by": data["by"], "missing": ", ".join(missing)}
+            )
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
-            raise forms.ValidationError("'to' is before 'from'")
+            raise forms.ValidationError(_("'to' is before 'from'"))
         return data
 
     def _check_shapes(self, data: dict) -> None:
         if data["msg_id"] and not MESSAGE_ID.fullmatch(data["msg_id"]):
-            self.add_error("msg_id", "a message id is 16 to 64 hexadecimal characters")
+            self.add_error("msg_id", _("a message id is 16 to 64 hexadecimal characters"))
         if data["topic"] and not TOPIC_NAME.fullmatch(data["topic"]):
-            self.add_error("topic", "a topic name has only letters, digits and % | _ - (at most 255)")
+            self.add_error("topic", _("a topic name has only letters, digits and % | _ - (at most 255)"))
         if data["key"] and any(c.isspace() for c in data["key"]):
-            self.add_error("key", "a key has no spaces: a message's KEYS are separated by spaces")
+            self.add_error("key", _("a key has no spaces: a message's KEYS are separated by spaces"))
         if data["broker"] and any(c.isspace() or not c.isprintable() for c in data["broker"]):
-            self.add_error("broker", "a broker name has no spaces or control characters")
+            self.add_error("broker", _("a broker name has no spaces or control characters"))
         for name in ("since", "until"):
             moment = _ms(data.get(name))
             problem = moment_problem(moment, now_ms=_now_ms(), past_only=False) if moment is not None else None

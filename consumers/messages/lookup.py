@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.message import Message
 from ..rocketmq.models import ClusterInfo, MessageQueue
@@ -38,30 +40,37 @@ async def find_by_id(client: AdminClient, msg_id: str, topic: str | None = None)
     if found is not None:
         info = await client.topology.cluster_info(max_age=10.0)
         broker = broker_of(info, found.store_host) or found.store_host
-        result = Found(f"offset id {msg_id}: commit-log offset {found.physical_offset} on {broker}")
+        how = _("offset id %(id)s: commit-log offset %(offset)s on %(broker)s")
+        result = Found(how % {"id": msg_id, "offset": found.physical_offset, "broker": broker})
         result.messages.append(Located(broker, found))
         if topic and found.topic != topic:
-            result.problems.append(f"the id names a message of {found.topic}, not of {topic}")
+            wrong = _("the id names a message of %(found)s, not of %(topic)s") % {"found": found.topic, "topic": topic}
+            result.problems.append(wrong)
         return result
     if not topic:
         return Found(
-            f"id {msg_id}",
-            note="it is not an offset id of a message in this cluster; a client id (UNIQ_KEY) is found "
-            "through its topic's index: give the topic",
+            _("id %(id)s") % {"id": msg_id},
+            note=_(
+                "it is not an offset id of a message in this cluster; a client id (UNIQ_KEY) is found "
+                "through its topic's index: give the topic"
+            ),
         )
     answer = await client.messages.query_index(topic, msg_id, unique=True)
-    return _from_index(f"client id (UNIQ_KEY) {msg_id} in {topic}", answer, "no message of the topic has this id")
+    how = _("client id (UNIQ_KEY) %(id)s in %(topic)s") % {"id": msg_id, "topic": topic}
+    return _from_index(how, answer, _("no message of the topic has this id"))
 
 
 async def find_by_key(client: AdminClient, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None) -> Found:
     answer = await client.messages.query_index(topic, key, begin_ms=begin_ms, end_ms=end_ms, max_num=KEY_QUERY_MAX)
-    return _from_index(f"key {key} in {topic}", answer, "no message of the topic has this key in the time range")
+    how = _("key %(key)s in %(topic)s") % {"key": key, "topic": topic}
+    return _from_index(how, answer, _("no message of the topic has this key in the time range"))
 
 
 def _from_index(how: str, answer: IndexAnswer, nothing: str) -> Found:
-    problems = [f"{broker} could not be read: {type(e).__name__}: {e}" for broker, e in sorted(answer.errors.items())]
+    problems = [unreadable(broker, e) for broker, e in sorted(answer.errors.items())]
     problems += [
-        f"{broker} answered as many messages as it answers at once: there may be more; narrow the time range"
+        _("%(broker)s answered as many messages as it answers at once: there may be more; narrow the time range")
+        % {"broker": broker}
         for broker in answer.capped
     ]
     return Found(how, answer.messages, problems, None if answer.messages else nothing)
@@ -70,25 +79,42 @@ def _from_index(how: str, answer: IndexAnswer, nothing: str) -> Found:
 async def find_at(client: AdminClient, topic: str, broker: str, queue_id: int, offset: int) -> Found:
     """The message at a queue offset, or why there is none (no such queue, below the queue's
     oldest message, past its newest)."""
-    how = f"{topic} on {broker}, queue {queue_id}, offset {offset}"
+    how = _("%(topic)s on %(broker)s, queue %(queue)s, offset %(offset)s") % {
+        "topic": topic,
+        "broker": broker,
+        "queue": queue_id,
+        "offset": offset,
+    }
     route = await client.topology.topic_route(topic)
     queue = route.queue_data(broker)
     if queue is None:
-        return Found(how, note=f"{topic} has no queues on {broker} (it is on {', '.join(route.read_addrs())})")
+        where = {"topic": topic, "broker": broker, "brokers": ", ".join(route.read_addrs())}
+        return Found(how, note=_("%(topic)s has no queues on %(broker)s (it is on %(brokers)s)") % where)
     if queue_id >= max(queue.read_queue_nums, queue.write_queue_nums):
-        return Found(how, note=f"{topic} has queues 0 to {queue.read_queue_nums - 1} on {broker}")
+        where = {"topic": topic, "last": queue.read_queue_nums - 1, "broker": broker}
+        return Found(how, note=_("%(topic)s has queues 0 to %(last)s on %(broker)s") % where)
     mq = MessageQueue(topic, broker, queue_id)
     message = await client.messages.read_one(mq, offset)
     if message is not None:
         return Found(how, [Located(broker, message)])
     low, high = await asyncio.gather(client.progress.min_offset(mq), client.progress.max_offset(mq))
     if offset >= high:
-        why = f"the queue's next offset is {high}: nothing is stored at {offset} yet"
+        why = _("the queue's next offset is %(next)s: nothing is stored at %(offset)s yet") % {
+            "next": high,
+            "offset": offset,
+        }
     elif offset < low:
-        why = f"the queue's oldest message is at {low}: {offset} is gone (retention)"
+        why = _("the queue's oldest message is at %(oldest)s: %(offset)s is gone (retention)") % {
+            "oldest": low,
+            "offset": offset,
+        }
     else:
-        why = "no message is stored there"
+        why = _("no message is stored there")
     return Found(how, note=why)
+
+
+def unreadable(where: str, error: Exception) -> str:
+    return _("%(where)s could not be read: %(error)s") % {"where": where, "error": f"{type(error).__name__}: {error}"}
 
 
 @dataclass
@@ -129,7 +155,7 @@ async def read_time_page(
     next_cursor: dict[str, int] = {}
     for (w, start, stop), chunk in zip(reads, chunks, strict=True):
         if isinstance(chunk, RocketMQError):
-            problems.append(f"{w.source} could not be read: {type(chunk).__name__}: {chunk}")
+            problems.append(unreadable(w.source, chunk))
             next_cursor[w.source] = start
             continue
         if isinstance(chunk, BaseException):
@@ -139,7 +165,7 @@ async def read_time_page(
             if begin_ms <= m.store_timestamp <= end_ms:
                 candidates.append((m.store_timestamp, w.source, m.queue_offset, Located(w.mq.broker_name, m)))
     candidates.sort(key=lambda c: c[:3])
-    for _, source, offset, _ in candidates[size:]:  # read, not shown: the next page starts there
+    for _stored, source, offset, _located in candidates[size:]:  # read, not shown: the next page starts there
         next_cursor[source] = min(next_cursor[source], offset)
     more = any(next_cursor[w.source] < w.stop for w in windows)
     total = sum(w.stop - w.start for w in windows)
@@ -156,7 +182,7 @@ async def _windows(client: AdminClient, topic: str, begin_ms: int, end_ms: int) 
     windows, problems = [], []
     for mq, bounds in zip(queues, found, strict=True):
         if isinstance(bounds, RocketMQError):
-            problems.append(f"{mq.broker_name}#{mq.queue_id} could not be read: {type(bounds).__name__}: {bounds}")
+            problems.append(unreadable(f"{mq.broker_name}#{mq.queue_id}", bounds))
         elif isinstance(bounds, BaseException):
             raise bounds
         else:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from ..clusters.connect import run_on_cluster
 from ..dlq import selectors as dlq_selectors
 from ..identity import EVERYTHING, Scope
@@ -67,7 +69,11 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
 
 def _require_topic(cluster: Cluster, topic: str, scope: Scope) -> None:
     if not scope.everything and not selectors.topic_visible(get_redis(), cluster, topic, scope):
-        raise NoSuchTopic(f"the cluster {cluster.name} has no topic {topic}")
+        raise no_such_topic(cluster, topic)
+
+
+def no_such_topic(cluster: Cluster, topic: str) -> NoSuchTopic:
+    return NoSuchTopic(_("the cluster %(cluster)s has no topic %(topic)s") % {"cluster": cluster.name, "topic": topic})
 
 
 def message(
@@ -77,7 +83,7 @@ def message(
     _require_topic(cluster, topic, scope)
     found = _on_topic(cluster, topic, lambda c: lookup.find_at(c, topic, broker, queue_id, offset))
     if not found.messages:
-        raise MessageNotFound(f"no message at {found.how}: {found.note}")
+        raise MessageNotFound(_("no message at %(where)s: %(why)s") % {"where": found.how, "why": found.note})
     return found.messages[0]
 
 
@@ -106,4 +112,4 @@ def _on_topic(cluster: Cluster, topic: str, work):
     try:
         return run_on_cluster(cluster, work)
     except TopicNotFound:
-        raise NoSuchTopic(f"the cluster {cluster.name} has no topic {topic}") from None
+        raise no_such_topic(cluster, topic) from None

@@ -15,6 +15,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError
 from ..rocketmq.codes import dlq_topic, pop_retry_topics, retry_topic
 from ..rocketmq.models import ConsumerConnection, MessageQueue, is_system_group
@@ -73,11 +75,14 @@ async def track(
 async def _groups(client: AdminClient, topic: str, hints: dict[str, Hint], problems: list[str]) -> list[str]:
     route = await client.topology.topic_route(topic)
     masters = sorted(route.master_addrs().items())
-    answers = await client.progress.groups_of_topic_many(topic, [a for _, a in masters])
+    answers = await client.progress.groups_of_topic_many(topic, [address for _broker, address in masters])
     found = set(hints)
-    for (broker, _), answer in zip(masters, answers, strict=True):
+    for (broker, _address), answer in zip(masters, answers, strict=True):
         if isinstance(answer, RocketMQError):
-            problems.append(f"{broker} could not say which groups consume {topic}: {_error(answer)}")
+            problems.append(
+                _("%(broker)s could not say which groups consume %(topic)s: %(error)s")
+                % {"broker": broker, "topic": topic, "error": _error(answer)}
+            )
         else:
             found.update(answer)
     return sorted(g for g in found if not is_system_group(g))
@@ -87,7 +92,10 @@ async def _pop_modes(client: AdminClient, address: str, broker: str, problems: l
     try:
         return await client.topology.pop_modes(address)
     except RocketMQError as exc:  # an old broker or an ACL: POP is then known from clients and the last poll
-        problems.append(f"{broker} could not say which groups pop (request modes): {_error(exc)}")
+        problems.append(
+            _("%(broker)s could not say which groups pop (request modes): %(error)s")
+            % {"broker": broker, "error": _error(exc)}
+        )
         return {}
 
 
@@ -96,7 +104,7 @@ async def _ask_proxies(client: AdminClient, readings: dict[str, Reading], proxie
     asked = sorted(g for g, r in readings.items() if r.connection is None and r.connection_error is None)
     if not proxies or not asked:
         return
-    _, found = await read_proxies(client, asked, proxies)
+    _connections, found = await read_proxies(client, asked, proxies)
     for group in asked:
         connection, errors = found[group]
         if connection is not None:
@@ -110,7 +118,7 @@ async def _copies(client: AdminClient, found: Located, readings: dict[str, Readi
     key = m.properties.get("UNIQ_KEY")
     if not key:
         for r in readings.values():
-            r.copies_error = "the message has no UNIQ_KEY, the id its copies are found by"
+            r.copies_error = _("the message has no UNIQ_KEY, the id its copies are found by")
         return
     wanted: dict[str, tuple[str, str]] = {}  # topic -> (kind, group)
     for group in readings:
@@ -121,7 +129,7 @@ async def _copies(client: AdminClient, found: Located, readings: dict[str, Readi
         existing = set(await client.topology.topic_list())
     except RocketMQError as exc:
         for r in readings.values():
-            r.copies_error = f"the name server's topic list could not be read: {_error(exc)}"
+            r.copies_error = _("the name server's topic list could not be read: %(error)s") % {"error": _error(exc)}
         return
     asks = sorted(t for t in wanted if t in existing) + ([SCHEDULE_TOPIC] if SCHEDULE_TOPIC in existing else [])
     await client.topology.topic_routes(asks)  # one batch; each query below finds its route cached
@@ -135,10 +143,16 @@ async def _copies(client: AdminClient, found: Located, readings: dict[str, Readi
         if isinstance(answer, BaseException):
             if not isinstance(answer, RocketMQError):
                 raise answer
-            _copies_unread(readings, group, problems, f"{topic} could not be searched: {_error(answer)}")
+            unread = _("%(topic)s could not be searched: %(error)s") % {"topic": topic, "error": _error(answer)}
+            _copies_unread(readings, group, problems, unread)
             continue
         for broker, error in sorted(answer.errors.items()):
-            _copies_unread(readings, group, problems, f"{topic} on {broker} could not be searched: {_error(error)}")
+            unread = _("%(topic)s on %(broker)s could not be searched: %(error)s") % {
+                "topic": topic,
+                "broker": broker,
+                "error": _error(error),
+            }
+            _copies_unread(readings, group, problems, unread)
         for copy in answer.messages:
             c = copy.message
             kind = wanted[topic][0] if group else "scheduled"
@@ -165,11 +179,11 @@ async def _retry_offsets(client: AdminClient, readings: dict[str, Reading]) -> N
         return
     masters = (await client.topology.cluster_info(max_age=10.0)).masters()
     asked = [(g, c) for g, c in copies if c.broker in masters]
-    for _, c in copies:
+    for _group, c in copies:
         if c.broker not in masters:
-            c.committed_error = f"{c.broker} has no live master"
+            c.committed_error = _("%(broker)s has no live master") % {"broker": c.broker}
     targets = [(g, MessageQueue(c.topic, c.broker, c.queue_id), masters[c.broker]) for g, c in asked]
-    for (_, c), answer in zip(asked, await client.progress.consumer_offsets_many(targets), strict=True):
+    for (_group, c), answer in zip(asked, await client.progress.consumer_offsets_many(targets), strict=True):
         if isinstance(answer, RocketMQError):
             c.committed_error = _error(answer)
         else:
@@ -188,5 +202,5 @@ async def _running_info(client: AdminClient, readings: dict[str, Reading], addre
     if not targets:
         return
     answers = await client.progress.running_info_many(targets, timeout=RUNNING_INFO_TIMEOUT)
-    for (group, client_id, _), answer in zip(targets, answers, strict=True):
+    for (group, client_id, _address), answer in zip(targets, answers, strict=True):
         readings[group].running[client_id] = _error(answer) if isinstance(answer, RocketMQError) else answer

@@ -17,16 +17,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext_lazy
+
 from ..rocketmq.models import ConsumerConnection, ConsumerRunningInfo, MessageQueue, SubscriptionData
 
+# (a context: "consumed" is also a count elsewhere)
 LABELS = {
-    "consumed": "consumed",
-    "not_yet": "not yet",
-    "filtered": "filtered out",
-    "retry": "in retry",
-    "dlq": "in the DLQ",
-    "popped": "popped (ack unknown)",
-    "unknown": "unknown",
+    "consumed": pgettext_lazy("message verdict", "consumed"),
+    "not_yet": pgettext_lazy("message verdict", "not yet"),
+    "filtered": pgettext_lazy("message verdict", "filtered out"),
+    "retry": pgettext_lazy("message verdict", "in retry"),
+    "dlq": pgettext_lazy("message verdict", "in the DLQ"),
+    "popped": pgettext_lazy("message verdict", "popped (ack unknown)"),
+    "unknown": pgettext_lazy("message verdict", "unknown"),
 }
 POP_KINDS = ("pop", "grpc-simple", "grpc-push")
 
@@ -139,49 +143,76 @@ def judge(r: Reading) -> GroupTrack:
         t.subscription = f"{sub.expression_type or 'TAG'}: {sub.sub_string}"
         match = tag_matches(sub, r.tags)
         if match is None:
-            t.notes.append(f"filtering unknown: a {sub.expression_type} expression is evaluated by the broker")
+            t.notes.append(
+                _("filtering unknown: a %(type)s expression is evaluated by the broker") % {"type": sub.expression_type}
+            )
     elif conn and conn.connections:
-        t.notes.append(f"its clients do not subscribe to {r.mq.topic} now (it holds offsets there from before)")
+        t.notes.append(
+            _("its clients do not subscribe to %(topic)s now (it holds offsets there from before)")
+            % {"topic": r.mq.topic}
+        )
     elif r.connection_error:
-        t.notes.append(f"subscription unknown: who is connected could not be read ({r.connection_error})")
+        t.notes.append(
+            _("subscription unknown: who is connected could not be read (%(error)s)") % {"error": r.connection_error}
+        )
     else:
-        t.notes.append("subscription unknown: no client is online to say what it subscribes to")
+        t.notes.append(_("subscription unknown: no client is online to say what it subscribes to"))
     t.copies = sorted(r.copies, key=lambda c: (c.reconsume_times, c.store_ms, c.kind))
     if r.copies_error:
-        t.notes.append(f"retry and DLQ copies not looked for: {r.copies_error}")
+        t.notes.append(_("retry and DLQ copies not looked for: %(error)s") % {"error": r.copies_error})
     if _from_copies(t):
         return t
     if match is False:
         t.verdict = "filtered"
-        t.why = f"its tag {r.tags or '(none)'} is not in the subscription {sub.sub_string!r}" + _position(r)
+        tag = r.tags or _("(none)")
+        t.why = _("its tag %(tag)s is not in the subscription %(expression)r") % {
+            "tag": tag,
+            "expression": sub.sub_string,
+        } + _position(r)
         return t
     if model == "BROADCASTING":
         _broadcast(t, r)
         return t
     if r.committed_error:
-        t.why = f"its committed offset on {r.mq} could not be read: {r.committed_error}"
+        t.why = _("its committed offset on %(queue)s could not be read: %(error)s") % {
+            "queue": r.mq,
+            "error": r.committed_error,
+        }
         return t
     if r.committed is None:
         t.verdict = "not_yet"
         start = f" ({conn.consume_from_where})" if conn and conn.consume_from_where else ""
-        t.why = f"it has committed no offset on {r.mq}: where it starts there depends on consumeFromWhere{start}"
+        t.why = _(
+            "it has committed no offset on %(queue)s: where it starts there depends on consumeFromWhere%(start)s"
+        ) % {
+            "queue": r.mq,
+            "start": start,
+        }
         return t
     if t.consumption in POP_KINDS:
         _pop(t, r)
     elif r.committed > r.offset:
         t.verdict = "consumed"
-        t.why = f"its committed offset {r.committed} is past the message's offset {r.offset}"
+        t.why = _("its committed offset %(committed)s is past the message's offset %(offset)s") % {
+            "committed": r.committed,
+            "offset": r.offset,
+        }
     else:
         t.verdict, t.ahead = "not_yet", r.offset - r.committed
-        t.why = f"its committed offset {r.committed}: {t.ahead} message(s) ahead of it on {r.mq}"
+        t.why = _("its committed offset %(committed)s: %(ahead)s message(s) ahead of it on %(queue)s") % {
+            "committed": r.committed,
+            "ahead": t.ahead,
+            "queue": r.mq,
+        }
     return t
 
 
 def _position(r: Reading) -> str:
     if r.committed_error or r.committed is None:
         return ""
-    side = "past" if r.committed > r.offset else "not yet at"
-    return f"; its committed offset {r.committed} is {side} it"
+    if r.committed > r.offset:
+        return _("; its committed offset %(committed)s is past it") % {"committed": r.committed}
+    return _("; its committed offset %(committed)s is not yet at it") % {"committed": r.committed}
 
 
 def _consumption(r: Reading) -> str | None:
@@ -201,8 +232,12 @@ def _from_copies(t: GroupTrack) -> bool:
     if dead:
         d = dead[-1]
         t.verdict = "dlq"
-        t.why = (f"dead-lettered: {d.topic} offset {d.offset} on {d.broker}, delivered {d.reconsume_times} "
-                 f"time(s) before")  # fmt: skip
+        t.why = _("dead-lettered: %(topic)s offset %(offset)s on %(broker)s, delivered %(times)s time(s) before") % {
+            "topic": d.topic,
+            "offset": d.offset,
+            "broker": d.broker,
+            "times": d.reconsume_times,
+        }
         return True
     retries = [c for c in t.copies if c.kind == "retry"]
     delivered = {c.reconsume_times for c in retries}
@@ -210,69 +245,103 @@ def _from_copies(t: GroupTrack) -> bool:
     if waiting:
         w = waiting[-1]
         t.verdict = "retry"
-        t.why = f"redelivery {w.reconsume_times} waits in {w.topic} for delay level {w.delay_level or '?'}"
+        t.why = _("redelivery %(times)s waits in %(topic)s for delay level %(level)s") % {
+            "times": w.reconsume_times,
+            "topic": w.topic,
+            "level": w.delay_level or "?",
+        }
         return True
     if not retries:
         return False
     last = retries[-1]
-    where = f"{last.topic} offset {last.offset} on {last.broker}"
+    where = _("%(topic)s offset %(offset)s on %(broker)s") % {
+        "topic": last.topic,
+        "offset": last.offset,
+        "broker": last.broker,
+    }
+    said = {"times": last.reconsume_times, "committed": last.committed, "where": where}
     if last.consumed and t.consumption in POP_KINDS:
         t.verdict = "popped"
-        t.why = (f"redelivery {last.reconsume_times} was handed out (its pop position {last.committed} is past "
-                 f"{where}); whether it was acknowledged the broker cannot tell")  # fmt: skip
+        t.why = (
+            _(
+                "redelivery %(times)s was handed out (its pop position %(committed)s is past %(where)s); "
+                "whether it was acknowledged the broker cannot tell"
+            )
+            % said
+        )
     elif last.consumed:
         t.verdict = "consumed"
-        t.why = f"after {last.reconsume_times} redelivery(ies): its committed offset {last.committed} is past {where}"
+        t.why = _("after %(times)s redelivery(ies): its committed offset %(committed)s is past %(where)s") % said
+    elif last.committed_error is None:
+        t.verdict = "retry"
+        t.why = _("redelivery %(times)s waits at %(where)s; its committed offset there is %(committed)s") % said
     else:
         t.verdict = "retry"
-        known = (f"its committed offset there is {last.committed}" if last.committed_error is None
-                 else f"its offset there could not be read: {last.committed_error}")  # fmt: skip
-        t.why = f"redelivery {last.reconsume_times} waits at {where}; {known}"
+        t.why = _("redelivery %(times)s waits at %(where)s; its offset there could not be read: %(error)s") % {
+            **said,
+            "error": last.committed_error,
+        }
     return True
 
 
 def _pop(t: GroupTrack, r: Reading) -> None:
     if r.committed <= r.offset:
         t.verdict, t.ahead = "not_yet", r.offset - r.committed
-        t.why = f"not popped yet: its pop position {r.committed}, {t.ahead} message(s) ahead of it"
+        t.why = _("not popped yet: its pop position %(committed)s, %(ahead)s message(s) ahead of it") % {
+            "committed": r.committed,
+            "ahead": t.ahead,
+        }
         return
     hint = r.hint
     if hint and hint.in_flight == 0 and hint.polled_offset is not None and hint.polled_offset > r.offset:
         t.verdict = "consumed"
         when = dt.datetime.fromtimestamp(hint.polled_at or 0, dt.UTC)
-        t.why = (f"popped before the poll of {when:%Y-%m-%d %H:%M:%S} UTC (its position then {hint.polled_offset}), "
-                 "when the group had no message in flight: acknowledged")  # fmt: skip
+        t.why = _(
+            "popped before the poll of %(when)s UTC (its position then %(position)s), when the group had no message "
+            "in flight: acknowledged"
+        ) % {"when": f"{when:%Y-%m-%d %H:%M:%S}", "position": hint.polled_offset}
         return
     t.verdict = "popped"
-    flight = f"; {hint.in_flight} in flight at the last poll" if hint and hint.in_flight is not None else ""
-    t.why = (f"handed out (its pop position {r.committed} is past {r.offset}); whether it was acknowledged is "
-             f"unknown: the broker keeps no per-message ack state an admin request can read{flight}")  # fmt: skip
+    t.why = _(
+        "handed out (its pop position %(committed)s is past %(offset)s); whether it was acknowledged is unknown: the "
+        "broker keeps no per-message ack state an admin request can read"
+    ) % {"committed": r.committed, "offset": r.offset}
+    if hint and hint.in_flight is not None:
+        t.why += _("; %(count)s in flight at the last poll") % {"count": hint.in_flight}
 
 
 def _broadcast(t: GroupTrack, r: Reading) -> None:
     clients = r.connection.client_ids if r.connection else []
     if not clients:
-        t.why = "broadcasting: each client keeps its own offsets, and no client is online to ask"
+        t.why = _("broadcasting: each client keeps its own offsets, and no client is online to ask")
         return
     for client_id in clients:
         info = r.running.get(client_id)
         if not isinstance(info, ConsumerRunningInfo):
-            why = f"its running info could not be read: {info}" if info else "its running info was not read"
+            why = (
+                _("its running info could not be read: %(error)s") % {"error": info}
+                if info
+                else _("its running info was not read")
+            )
             t.clients.append(ClientTrack(client_id, "unknown", None, why))
             continue
         queue = info.mq_table.get(r.mq)
         if queue is None:
-            t.clients.append(ClientTrack(client_id, "unknown", None, f"it reports no offset for {r.mq}"))
+            why = _("it reports no offset for %(queue)s") % {"queue": r.mq}
+            t.clients.append(ClientTrack(client_id, "unknown", None, why))
         elif queue.commit_offset > r.offset:
-            t.clients.append(ClientTrack(client_id, "consumed", queue.commit_offset, "its offset is past it"))
+            t.clients.append(ClientTrack(client_id, "consumed", queue.commit_offset, _("its offset is past it")))
         else:
-            ahead = r.offset - queue.commit_offset
-            t.clients.append(ClientTrack(client_id, "not_yet", queue.commit_offset, f"{ahead} message(s) ahead"))
+            ahead = _("%(count)s message(s) ahead") % {"count": r.offset - queue.commit_offset}
+            t.clients.append(ClientTrack(client_id, "not_yet", queue.commit_offset, ahead))
     verdicts = [c.verdict for c in t.clients]
     behind = verdicts.count("not_yet")
+    counted = {"count": behind, "total": len(verdicts)}
     if behind:
-        t.verdict, t.why = "not_yet", f"broadcasting: {behind} of {len(verdicts)} client(s) have not consumed it"
+        t.verdict = "not_yet"
+        t.why = _("broadcasting: %(count)s of %(total)s client(s) have not consumed it") % counted
     elif "unknown" in verdicts:
-        t.why = f"broadcasting: {verdicts.count('unknown')} of {len(verdicts)} client(s) could not be read"
+        counted["count"] = verdicts.count("unknown")
+        t.why = _("broadcasting: %(count)s of %(total)s client(s) could not be read") % counted
     else:
-        t.verdict, t.why = "consumed", f"broadcasting: every client ({len(verdicts)}) is past it"
+        t.verdict, t.why = "consumed", _("broadcasting: every client (%(total)s) is past it") % counted

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.http import Http404
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from ..dlq.browse import body_views
 from ..identity import cluster_or_404, console_page, may_read_bodies, scope_of, visible_clusters
@@ -30,8 +31,7 @@ def find_messages(request):
     except services.NoSuchTopic as exc:
         return render(request, "messages/find.html", {**context, "error": str(exc)}, status=404)
     except RocketMQError as exc:
-        error = f"the cluster could not be read: {type(exc).__name__}: {exc}"
-        return render(request, "messages/find.html", {**context, "error": error}, status=502)
+        return render(request, "messages/find.html", {**context, "error": _unreadable_text(exc)}, status=502)
     found = result.found or result.page
     context.update(
         cluster=cluster, result=result, rows=[lookup.row(f) for f in found.messages], problems=found.problems
@@ -47,7 +47,7 @@ def locate(request, cluster: str, topic: str, broker: str, queue_id: int, offset
     """The cluster and the message at this position, or 404 saying why (a topic outside the
     user's scope as one that is not there)."""
     if not TOPIC_NAME.fullmatch(topic) or text_problem(broker) or queue_id > 65535 or offset > MAX_OFFSET:
-        raise Http404("no message can be at this position: check the topic, broker, queue and offset")
+        raise Http404(_("no message can be at this position: check the topic, broker, queue and offset"))
     found = cluster_or_404(request, cluster)
     try:
         return found, services.message(found, topic, broker, queue_id, offset, scope_of(request.user))
@@ -81,5 +81,8 @@ def message_track(request, cluster: str, topic: str, broker: str, queue_id: int,
 
 
 def _unreadable(request, exc: RocketMQError, template: str):
-    error = f"the cluster could not be read: {type(exc).__name__}: {exc}"
-    return render(request, template, {"error": error, "nav": "messages"}, status=502)
+    return render(request, template, {"error": _unreadable_text(exc), "nav": "messages"}, status=502)
+
+
+def _unreadable_text(exc: RocketMQError) -> str:
+    return _("the cluster could not be read: %(error)s") % {"error": f"{type(exc).__name__}: {exc}"}

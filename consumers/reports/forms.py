@@ -15,20 +15,21 @@ FORMAT_CHOICES = [("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", _("PDF (with charts)
 
 
 class ReportForm(forms.Form):
-    clusters = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple)
+    clusters = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple, label=_("clusters"))
     group_filter = forms.CharField(required=False, max_length=255, label=_("groups containing"))
     first = forms.DateField(label=_("from (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
     last = forms.DateField(label=_("to (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
-    granularity = forms.ChoiceField(choices=Report.Granularity.choices, initial="daily")
+    granularity = forms.ChoiceField(choices=Report.Granularity.choices, initial="daily", label=_("granularity"))
     formats = forms.MultipleChoiceField(choices=FORMAT_CHOICES, widget=forms.CheckboxSelectMultiple,
-                                        initial=["csv", "xlsx", "pdf"])  # fmt: skip
+                                        initial=["csv", "xlsx", "pdf"], label=_("formats"))  # fmt: skip
 
     def __init__(self, *args, cluster_names: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         # an unknown cluster gets its own message from the service, not "not a valid choice"
         self.fields["clusters"] = forms.MultipleChoiceField(
-            choices=[(n, n) for n in cluster_names], widget=forms.CheckboxSelectMultiple, required=True
-        )
+            choices=[(n, n) for n in cluster_names], widget=forms.CheckboxSelectMultiple, required=True,
+            label=_("clusters"),
+        )  # fmt: skip
         self.fields["clusters"].valid_value = lambda value: True
         today = timezone.now().date()
         self.fields["first"].initial = today - dt.timedelta(days=7)
@@ -41,5 +42,5 @@ class ReportForm(forms.Form):
 
 
 class LiveReportForm(forms.Form):
-    cluster = forms.CharField(required=False, max_length=64, help_text="empty: every cluster")
+    cluster = forms.CharField(required=False, max_length=64, help_text=_("empty: every cluster"))
     group_filter = forms.CharField(required=False, max_length=255)

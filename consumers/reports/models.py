@@ -28,7 +28,7 @@ class Report(models.Model):
 
     title = models.CharField(max_length=200)
     clusters = models.JSONField(default=list)
-    group_filter = models.CharField(max_length=255, blank=True, help_text="groups whose name contains this")
+    group_filter = models.CharField(max_length=255, blank=True, help_text=_("groups whose name contains this"))
     # the scope of whoever asked for it (identity.scope.to_wire): its rows are the groups they
     # see; null: every group (an unscoped user's or a scheduled report)
     scope = models.JSONField(null=True, blank=True)

@@ -51,26 +51,34 @@ class ReportRefused(Exception):
 def check_spec(spec: ReportSpec) -> None:
     today = timezone.now().date()
     if not spec.clusters:
-        raise ReportRefused("choose at least one cluster")
+        raise ReportRefused(gettext("choose at least one cluster"))
     known = set(Cluster.objects.filter(name__in=spec.clusters).values_list("name", flat=True))
     unknown = sorted(set(spec.clusters) - known)
     if unknown:
-        raise ReportRefused(f"unknown cluster {', '.join(unknown)}")
+        raise ReportRefused(gettext("unknown cluster %(clusters)s") % {"clusters": ", ".join(unknown)})
     if spec.last < spec.first:
-        raise ReportRefused(f"the range ends ({spec.last}) before it starts ({spec.first})")
+        raise ReportRefused(
+            gettext("the range ends (%(last)s) before it starts (%(first)s)") % {"last": spec.last, "first": spec.first}
+        )
     if spec.first > today:
-        raise ReportRefused(f"{spec.first} is in the future")
+        raise ReportRefused(gettext("%(first)s is in the future") % {"first": spec.first})
     oldest = today - dt.timedelta(days=settings.STATS_RETENTION_DAYS)
     if spec.first < oldest:
         raise ReportRefused(
-            f"{spec.first} is past the statistics retention ({settings.STATS_RETENTION_DAYS} days: from {oldest})"
+            gettext("%(first)s is past the statistics retention (%(days)s days: from %(oldest)s)")
+            % {"first": spec.first, "days": settings.STATS_RETENTION_DAYS, "oldest": oldest}
         )
     if spec.granularity == "hourly" and (spec.last - spec.first).days >= HOURLY_MAX_DAYS:
-        raise ReportRefused(f"hourly reports cover at most {HOURLY_MAX_DAYS} days; ask for a daily one")
+        raise ReportRefused(
+            gettext("hourly reports cover at most %(days)s days; ask for a daily one") % {"days": HOURLY_MAX_DAYS}
+        )
     if not spec_rows(spec).exists():
         raise ReportRefused(
-            "the range is empty: no statistics for these clusters and groups between "
-            f"{spec.first} and {spec.last} (the nightly job computes each day after it ends)"
+            gettext(
+                "the range is empty: no statistics for these clusters and groups between %(first)s and %(last)s "
+                "(the nightly job computes each day after it ends)"
+            )
+            % {"first": spec.first, "last": spec.last}
         )
 
 
@@ -96,7 +104,7 @@ def request_report(
     check_spec(spec)
     wanted = [f for f in FORMAT_ORDER if f in formats]
     if not wanted:
-        raise ReportRefused(f"choose at least one format of {', '.join(FORMAT_ORDER)}")
+        raise ReportRefused(gettext("choose at least one format of %(formats)s") % {"formats": ", ".join(FORMAT_ORDER)})
     language = language or language_for_user(user)
     with translation.override(language):
         title = title_of(spec)
@@ -227,10 +235,11 @@ def download_path(report: Report, fmt: str, *, username: str, remote_addr: str =
     """The file to send, after recording the download in the audit log."""
     name = report.files.get(fmt)
     if report.state != Report.State.READY or not name:
-        raise ReportRefused(f"{report} has no {fmt.upper()} file")
+        raise ReportRefused(gettext("%(report)s has no %(format)s file") % {"report": report, "format": fmt.upper()})
     path = report_dir(report) / name
     if not path.exists():
-        raise ReportRefused(f"{report}'s {fmt.upper()} file is gone (expired or deleted)")
+        gone = gettext("%(report)s's %(format)s file is gone (expired or deleted)")
+        raise ReportRefused(gone % {"report": report, "format": fmt.upper()})
     audit.record("report-download", username=username, remote_addr=remote_addr, cluster=",".join(report.clusters),
                  details={"report": report.pk, "format": fmt, "title": report.title})  # fmt: skip
     return path

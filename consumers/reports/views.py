@@ -10,6 +10,7 @@ from django.contrib import messages as flash
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from .. import audit
 from ..csvstream import attachment
@@ -51,16 +52,16 @@ def index(request):
 def create(request):
     form = ReportForm(request.POST, cluster_names=_names(request))
     if not form.is_valid():
-        return bad_request(request, f"Invalid report: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid report: %(errors)s") % {"errors": form.errors.as_text()})
     spec = dataclasses.replace(form.spec(), scope=scope_of(request.user))
     try:
         # written in the language the maker reads this page in: their saved one, else their browser's
         language = translation.get_language()
         report = services.request_report(spec, form.cleaned_data["formats"], user=request.user, language=language)
     except services.ReportRefused as exc:
-        return bad_request(request, f"Report refused: {exc}")
+        return bad_request(request, _("Report refused: %(why)s") % {"why": exc})
     build_report.delay(report.pk)
-    flash.success(request, f"{report} is being built.")
+    flash.success(request, _("%(report)s is being built.") % {"report": report})
     return redirect("consumers:reports")
 
 
@@ -75,7 +76,7 @@ def report_row(request, pk: int):
 def download(request, pk: int, fmt: str):
     report = get_object_or_404(_reports(request), pk=pk)
     if fmt not in CONTENT_TYPES:
-        raise Http404(f"no format {fmt!r}")
+        raise Http404(_("no format %(format)r") % {"format": fmt})
     try:
         path = services.download_path(report, fmt, username=request.user.username, remote_addr=remote_addr(request))
     except services.ReportRefused as exc:
@@ -89,12 +90,12 @@ def download(request, pk: int, fmt: str):
 def report_now(request, fmt: str):
     form = LiveReportForm(request.GET)
     if fmt not in ("csv", "xlsx") or not form.is_valid():
-        return bad_request(request, "Report now comes as .csv or .xlsx, with optional cluster and group_filter")
+        return bad_request(request, _("Report now comes as .csv or .xlsx, with optional cluster and group_filter"))
     clusters = sorted(visible_clusters(request), key=lambda c: c.name)
     if form.cleaned_data["cluster"]:
         clusters = [c for c in clusters if c.name == form.cleaned_data["cluster"]]
         if not clusters:
-            return bad_request(request, f"Unknown cluster {form.cleaned_data['cluster']!r}")
+            return bad_request(request, _("Unknown cluster %(cluster)r") % {"cluster": form.cleaned_data["cluster"]})
     rows = live.live_rows(get_redis(), clusters, form.cleaned_data["group_filter"], scope_of(request.user))
     audit.record("report-download", username=request.user.username, remote_addr=remote_addr(request),
                  cluster=",".join(c.name for c in clusters),

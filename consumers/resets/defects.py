@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 
 @dataclass(frozen=True)
 class Defect:
@@ -25,7 +28,7 @@ DEFECTS = (
         "apache/rocketmq#10229",
         (5, 3, 3),
         True,
-        "a server-side reset does not take effect for FIFO (orderly) POP consumers",
+        gettext_noop("a server-side reset does not take effect for FIFO (orderly) POP consumers"),
     ),
 )
 
@@ -48,7 +51,8 @@ def affecting(versions: dict[str, str], *, fifo: bool) -> list[str]:
 
 
 def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
-    """Warnings for a reset of a POP group on brokers of these versions ({broker: desc})."""
+    """Warnings for a reset of a POP group on brokers of these versions ({broker: desc}), in the
+    reader's language."""
     warnings = []
     for defect in DEFECTS:
         if defect.fifo_only and not fifo:
@@ -57,24 +61,31 @@ def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
         unknown = sorted(b for b, v in versions.items() if parse_version(v) is None)
         if hit:
             warnings.append(
-                f"Known broker defect ({defect.issue}): on RocketMQ up to "
-                f"{'.'.join(map(str, defect.fixed_after))} {defect.text}. Affected here: "
-                + ", ".join(f"{b} ({versions[b]})" for b in hit)
-                + ". The run's verification checks the consumers' side and will say if it did not take."
+                _(
+                    "Known broker defect (%(issue)s): on RocketMQ up to %(version)s %(defect)s. Affected here: "
+                    "%(brokers)s. The run's verification checks the consumers' side and will say if it did not take."
+                )
+                % {
+                    "issue": defect.issue,
+                    "version": ".".join(map(str, defect.fixed_after)),
+                    "defect": _(defect.text),
+                    "brokers": ", ".join(f"{b} ({versions[b]})" for b in hit),
+                }
             )
         elif unknown:
             warnings.append(
-                f"Broker version unknown for {', '.join(unknown)}: cannot tell whether {defect.issue} "
-                f"({defect.text}) applies."
+                _("Broker version unknown for %(brokers)s: cannot tell whether %(issue)s (%(defect)s) applies.")
+                % {"brokers": ", ".join(unknown), "issue": defect.issue, "defect": _(defect.text)}
             )
     return warnings
 
 
-IN_FLIGHT_NOTE = (
+# in English: the plan takes them translated (gettext) in the language of who asked for it
+IN_FLIGHT_NOTE = gettext_noop(
     "POP group: messages popped before the reset and not yet acknowledged (in flight) are delivered again "
     "when their invisible time ends, whatever the new offsets."
 )
-UNDO_NOTE = (
+UNDO_NOTE = gettext_noop(
     "Undo of a POP group's reset: the popped offsets go back to where the reset found them; messages that "
     "were in flight at the time of the reset come back after their invisible time."
 )

@@ -16,6 +16,7 @@ consumed plus skipped), so one busy queue cannot hide in a large plan's total.
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import MessageQueue
@@ -54,10 +55,17 @@ def change(before: dict[str, int | None], after: dict[str, int | None]) -> str |
     allowed = max(size * settings.CHANGE_EFFECT_TOLERANCE_PERCENT / 100, settings.CHANGE_EFFECT_TOLERANCE_MESSAGES)
     if difference <= allowed:
         return None
-    return (
-        f"the effect changed since the preview: {was[0]} → {now[0]} re-consumed, {was[1]} → {now[1]} skipped "
-        f"({difference} messages apart, {allowed:.0f} allowed); refresh the preview"
-    )
+    return _(
+        "the effect changed since the preview: %(was_reconsumed)s → %(reconsumed)s re-consumed, %(was_skipped)s → "
+        "%(skipped)s skipped (%(difference)s messages apart, %(allowed)s allowed); refresh the preview"
+    ) % {
+        "was_reconsumed": was[0],
+        "reconsumed": now[0],
+        "was_skipped": was[1],
+        "skipped": now[1],
+        "difference": difference,
+        "allowed": f"{allowed:.0f}",
+    }
 
 
 async def read_now(client: AdminClient, group: str, rows: list[dict]) -> tuple[dict, dict]:

@@ -49,9 +49,12 @@ class ResetForm(forms.Form):
         for number, line in enumerate((self.cleaned_data.get("offsets") or "").splitlines(), start=1):
             if not line.strip():
                 continue
-            label, _, offset = line.strip().rpartition(" ")
+            label, _space, offset = line.strip().rpartition(" ")
             if not label.strip() or not is_ascii_int(offset):
-                raise forms.ValidationError(f"line {number}: write 'topic@broker#queue offset', not {line.strip()!r}")
+                raise forms.ValidationError(
+                    _("line %(number)s: write 'topic@broker#queue offset', not %(line)r")
+                    % {"number": number, "line": line.strip()}
+                )
             parsed[label.strip()] = int(offset)
         return parsed
 

@@ -12,6 +12,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError, TopicNotFound
 from ..rocketmq.codes import POP_RETRY_SEPARATORS, RETRY_PREFIX, pop_retry_topics, retry_topic
 from ..rocketmq.models import MessageQueue
@@ -53,7 +55,7 @@ async def read_group(client: AdminClient, group: str, masters: dict[str, str], p
         subscribed = [t for t in connection.subscriptions if not t.startswith(RETRY_PREFIX)]
         break
     if not online and proxies:
-        _, found = await read_proxies(client, [group], list(proxies))
+        _connections, found = await read_proxies(client, [group], list(proxies))
         connection, errors = found[group]
         if connection is not None:
             online, clients, via_proxy = True, connection.client_ids, True
@@ -77,15 +79,18 @@ async def read_preview(
     masters = (await client.topology.cluster_info(max_age=5.0)).masters()
     state = await read_group(client, group, masters, proxies)
     if not state.exists:
-        raise InvalidReset(f"no consumer group {group!r} on this cluster")
+        raise InvalidReset(_("no consumer group %(group)r on this cluster") % {"group": group})
     consumed = sorted({mq.topic for mq in state.committed if not mq.topic.startswith(RETRY_PREFIX)})
     known = sorted(set(consumed) | set(state.subscribed))
     topics = params["topics"] or known
     strangers = [t for t in topics if t not in known]
     if strangers:
-        raise InvalidReset(f"{group} does not consume {', '.join(strangers)} (it consumes: {', '.join(known) or '-'})")
+        consumes = {"group": group, "topics": ", ".join(strangers), "known": ", ".join(known) or "-"}
+        raise InvalidReset(_("%(group)s does not consume %(topics)s (it consumes: %(known)s)") % consumes)
     if not topics:
-        raise InvalidReset(f"{group} has no committed offsets and no online client: no topic to reset")
+        raise InvalidReset(
+            _("%(group)s has no committed offsets and no online client: no topic to reset") % {"group": group}
+        )
     if params["include_retry"]:
         # a POP group (RocketMQ 5 clients) retries through one topic per group and topic
         # (%RETRY%{group}_{topic}); a classic group through %RETRY%{group}
@@ -142,7 +147,7 @@ async def _pop_checks(
             versions[name] = (await client.topology.broker_runtime_info(masters[name])).version
         except (RocketMQError, KeyError):
             versions[name] = ""
-    warnings = [IN_FLIGHT_NOTE, *pop_reset_warnings(versions, fifo=fifo is not False)]
+    warnings = [_(IN_FLIGHT_NOTE), *pop_reset_warnings(versions, fifo=fifo is not False)]
     return True, fifo, warnings, affecting(versions, fifo=fifo is not False)
 
 
@@ -156,13 +161,13 @@ async def _queue_states(
     for topic in topics:
         route = routes[topic]
         if isinstance(route, TopicNotFound):
-            raise InvalidReset(f"topic {topic} does not exist")
+            raise InvalidReset(_("topic %(topic)s does not exist") % {"topic": topic})
         if isinstance(route, RocketMQError):
             raise route
         pairs += [(topic, name, address) for name, address in sorted(route.master_addrs().items())]
-    answers = await client.progress.topic_stats_many([(topic, address) for topic, _, address in pairs])
+    answers = await client.progress.topic_stats_many([(topic, address) for topic, _broker, address in pairs])
     queues, unreadable = [], {}
-    for (topic, broker, _), table in zip(pairs, answers, strict=True):
+    for (topic, broker, _address), table in zip(pairs, answers, strict=True):
         if isinstance(table, RocketMQError):
             entry = unreadable.setdefault(broker, {"broker": broker, "reason": f"{type(table).__name__}: {table}",
                                                    "topics": []})  # fmt: skip
@@ -185,5 +190,5 @@ async def _found_by_time(client: AdminClient, queues: list[QueueState], timestam
 async def _source_offsets(client: AdminClient, params: dict, masters: dict[str, str]) -> dict[str, int | None]:
     source = await read_group(client, params["source_group"], masters)
     if not source.exists:
-        raise InvalidReset(f"no consumer group {params['source_group']!r} to copy offsets from")
+        raise InvalidReset(_("no consumer group %(group)r to copy offsets from") % {"group": params["source_group"]})
     return {f"{mq.topic}@{mq.broker_name}#{mq.queue_id}": offset for mq, offset in source.committed.items()}

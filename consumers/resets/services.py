@@ -4,6 +4,7 @@ on the broker since a request's preview."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from ..changes import notify, workflow
 from ..changes.models import ChangeRequest, State
@@ -58,14 +59,14 @@ def _unreadable(cluster: Cluster, group: str, plan: dict) -> list[dict]:
 
 def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, reason: str, undo_of=None):
     # refused before the broker is read: no role, a read-only cluster, no reason
-    require_role(actor, REQUEST, "requesting a reset", "operator", cluster=cluster, group=group)
+    require_role(actor, REQUEST, _("requesting a reset"), "operator", cluster=cluster, group=group)
     if params.get("source_group"):  # a copy reads the source group: it must be one the actor sees
-        require_role(actor, VIEW, "copying offsets", "viewer", cluster=cluster, group=params["source_group"])
+        require_role(actor, VIEW, _("copying offsets"), "viewer", cluster=cluster, group=params["source_group"])
     require_writable(cluster)
     require_reason(reason)
     plan = preview(cluster, group, params)
     if undo_of is not None and plan.get("pop"):
-        plan["warnings"] = [*plan.get("warnings", []), UNDO_NOTE]
+        plan["warnings"] = [*plan.get("warnings", []), _(UNDO_NOTE)]
     request = workflow.submit(
         actor=actor,
         cluster=cluster,
@@ -87,12 +88,12 @@ def refresh_preview(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
 def undo(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeRequest:
     """A new request, through the same approval, that puts back the offsets this one replaced."""
     if request.kind != ChangeRequest.Kind.RESET or request.state not in (State.DONE, State.PARTIAL):
-        raise ChangeRefused("only an executed reset can be undone", 409)
+        raise ChangeRefused(_("only an executed reset can be undone"), 409)
     replaced = {label: offset for label, offset in request.result.get("replaced", {}).items() if offset is not None}
     applied = request.result.get("applied", {})
     offsets = {label: offset for label, offset in replaced.items() if label in applied}
     if not offsets:
-        raise ChangeRefused("this reset changed no queue that had a committed offset: nothing to undo", 409)
+        raise ChangeRefused(_("this reset changed no queue that had a committed offset: nothing to undo"), 409)
     params = {
         "strategy": "exact",
         "offsets": offsets,
@@ -113,7 +114,7 @@ def moved_since(request: ChangeRequest) -> list[dict]:
     for row in request.plan["rows"]:
         current = fresh.get(row["label"])
         if current is None:
-            moved.append({"label": row["label"], "note": "no longer there"})
+            moved.append({"label": row["label"], "note": _("no longer there")})
             continue
         new_messages = current["max"] - row["max"]
         advanced = (current["current"] or 0) - (row["current"] or 0) if current["current"] is not None else None
@@ -133,6 +134,6 @@ def effect_changed(request: ChangeRequest) -> str | None:
             request.cluster, lambda c: effect.read_now(c, request.group, rows), seconds=settings.RESET_PREVIEW_DEADLINE
         )
     except RocketMQError as exc:
-        return f"the effect could not be read again ({exc}); refresh the preview"
+        return _("the effect could not be read again (%(error)s); refresh the preview") % {"error": exc}
     now = effect.recomputed(rows, request.params.get("strategy"), committed, maxes)
     return effect.change(effect.planned(rows), now)

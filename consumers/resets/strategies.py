@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from ..inputs import moment_problem
@@ -85,37 +86,43 @@ def validate_params(params: dict, *, now_ms: int) -> dict:
     """Check the parameters that need no broker; return them normalised."""
     strategy = params.get("strategy")
     if strategy not in STRATEGIES:
-        raise InvalidReset(f"unknown strategy {strategy!r}; one of: {', '.join(STRATEGIES)}")
+        raise InvalidReset(
+            _("unknown strategy %(strategy)r; one of: %(strategies)s")
+            % {"strategy": strategy, "strategies": ", ".join(STRATEGIES)}
+        )
     clean: dict = {"strategy": strategy, "include_retry": bool(params.get("include_retry"))}
     topics = params.get("topics") or []
     if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
-        raise InvalidReset("topics must be a list of topic names (empty: every subscribed topic)")
+        raise InvalidReset(_("topics must be a list of topic names (empty: every subscribed topic)"))
     clean["topics"] = sorted({t.strip() for t in topics})
     if strategy == "time":
         timestamp = params.get("timestamp_ms")
         if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
-            raise InvalidReset("a time reset needs timestamp_ms, milliseconds since the epoch")
+            raise InvalidReset(_("a time reset needs timestamp_ms, milliseconds since the epoch"))
         problem = moment_problem(timestamp, now_ms=now_ms, past_only=True)
         if problem:
-            raise InvalidReset(f"the time {problem}")
+            raise InvalidReset(_("the time %(problem)s") % {"problem": problem})
         clean["timestamp_ms"] = timestamp
     elif strategy == "exact":
         offsets = params.get("offsets")
         if not isinstance(offsets, dict) or not offsets:
-            raise InvalidReset("an exact reset needs offsets: {topic@broker#queue: offset, ...}")
+            raise InvalidReset(_("an exact reset needs offsets: {topic@broker#queue: offset, ...}"))
         for label, offset in offsets.items():
             if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-                raise InvalidReset(f"offset for {label} must be a whole number >= 0, not {offset!r}")
+                raise InvalidReset(
+                    _("offset for %(queue)s must be a whole number >= 0, not %(offset)r")
+                    % {"queue": label, "offset": offset}
+                )
         clean["offsets"] = dict(sorted(offsets.items()))
     elif strategy == "shift":
         shift = params.get("shift")
         if not isinstance(shift, int) or isinstance(shift, bool) or shift == 0:
-            raise InvalidReset("a shift needs a non-zero whole number: negative replays, positive skips")
+            raise InvalidReset(_("a shift needs a non-zero whole number: negative replays, positive skips"))
         clean["shift"] = shift
     elif strategy == "copy":
         source = (params.get("source_group") or "").strip()
         if not source:
-            raise InvalidReset("a copy needs the group to copy offsets from")
+            raise InvalidReset(_("a copy needs the group to copy offsets from"))
         clean["source_group"] = source
     return clean
 
@@ -133,9 +140,16 @@ def compute_targets(
         known = {q.label: q for q in queues}
         for label, offset in params["offsets"].items():
             if label not in known:
-                raise InvalidReset(f"{label} is not a queue of this reset (queues look like {next(iter(known), '-')})")
+                example = next(iter(known), "-")
+                raise InvalidReset(
+                    _("%(queue)s is not a queue of this reset (queues look like %(example)s)")
+                    % {"queue": label, "example": example}
+                )
             if offset > known[label].max:
-                raise InvalidReset(f"offset {offset} for {label} is beyond its max offset {known[label].max}")
+                raise InvalidReset(
+                    _("offset %(offset)s for %(queue)s is beyond its max offset %(max)s")
+                    % {"offset": offset, "queue": label, "max": known[label].max}
+                )
     return [_target(q, strategy, params, found_by_time or {}, source_offsets or {}) for q in queues]
 
 
@@ -148,16 +162,20 @@ def _target(q: QueueState, strategy: str, params: dict, found: dict[str, int], s
         wanted = found[q.label]
     elif strategy == "exact":
         if q.label not in params["offsets"]:
-            return Target(q, None, note="not in the requested offsets: left alone")
+            return Target(q, None, note=_("not in the requested offsets: left alone"))
         wanted = params["offsets"][q.label]
     elif strategy == "shift":
         if q.current is None:
-            return Target(q, None, note="never committed: nothing to shift from")
+            return Target(q, None, note=_("never committed: nothing to shift from"))
         wanted = q.current + params["shift"]
     else:  # copy
         wanted = source.get(q.label)
         if wanted is None:
-            return Target(q, None, note=f"{params['source_group']} has no committed offset here: left alone")
+            return Target(
+                q,
+                None,
+                note=_("%(group)s has no committed offset here: left alone") % {"group": params["source_group"]},
+            )
     clamped = min(max(wanted, q.min), q.max)
     return Target(q, clamped, clamped=clamped != wanted)
 

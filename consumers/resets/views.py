@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy as _
 
 from ..core import Actor, ChangeRefused
 from ..identity import cluster_or_404, console_action, console_page, remote_addr, scope_of
@@ -20,10 +21,10 @@ from .strategies import InvalidReset, validate_params
 # the box shows it (htmx swaps only 2xx by default, and with DEBUG on django-htmx's script
 # replaces the whole document with a 4xx answer to an htmx request)
 PROMPTS = {
-    "time": ("timestamp", "Choose a time: the preview shows each queue's first message at or after it."),
-    "shift": ("shift", "Enter N: negative replays N messages per queue, positive skips N."),
-    "copy": ("source_group", "Enter the group to copy the offsets from."),
-    "exact": ("offsets", "Enter the offsets, one queue per line: topic@broker#queue offset."),
+    "time": ("timestamp", _("Choose a time: the preview shows each queue's first message at or after it.")),
+    "shift": ("shift", _("Enter N: negative replays N messages per queue, positive skips N.")),
+    "copy": ("source_group", _("Enter the group to copy the offsets from.")),
+    "exact": ("offsets", _("Enter the offsets, one queue per line: topic@broker#queue offset.")),
 }
 
 
@@ -59,12 +60,15 @@ def reset_preview(request, cluster: str, group: str):
         validate_params(params, now_ms=int(time.time() * 1000))  # refused here, before the broker is read
         source = params.get("source_group")
         if source and not scope_of(request.user).sees_group(cluster.name, source):
-            raise InvalidReset(f"no group {source} in {cluster.name}")  # as for a group that is not there
+            # as for a group that is not there
+            raise InvalidReset(_("no group %(group)s in %(cluster)s") % {"group": source, "cluster": cluster.name})
         plan = services.preview(cluster, group, params)
     except InvalidReset as exc:
         return render(request, "resets/_preview.html", {**context, "error": str(exc)})
     except RocketMQError as exc:
-        return render(request, "resets/_preview.html", {**context, "error": f"broker: {exc}"}, status=502)
+        return render(
+            request, "resets/_preview.html", {**context, "error": _("broker: %(error)s") % {"error": exc}}, status=502
+        )
     return render(request, "resets/_preview.html", {**context, "plan": plan})
 
 
@@ -87,6 +91,6 @@ def reset_create(request, cluster: str, group: str):
         form.add_error(None, str(exc))
         return render(request, "resets/form.html", context, status=getattr(exc, "status", 400))
     except RocketMQError as exc:
-        form.add_error(None, f"the broker could not be read: {exc}")
+        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
         return render(request, "resets/form.html", context, status=502)
     return redirect("consumers:change-detail", change.pk)

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .. import claims, jobprocess
 from ..changes.models import ChangeRequest, State
@@ -55,19 +56,21 @@ class RunRequest:
 
 def request_run(request: RunRequest, *, trigger: str, user=None) -> StatsRun:
     if request.last < request.first:
-        raise RunRefused(f"the range ends ({request.last}) before it starts ({request.first})")
+        raise RunRefused(
+            _("the range ends (%(last)s) before it starts (%(first)s)") % {"last": request.last, "first": request.first}
+        )
     if (request.last - request.first).days >= MAX_DAYS:
-        raise RunRefused(f"at most {MAX_DAYS} days per run; split the backfill")
+        raise RunRefused(_("at most %(days)s days per run; split the backfill") % {"days": MAX_DAYS})
     if request.first > timezone.now().date():
-        raise RunRefused(f"{request.first} is in the future: there is no history for it yet")
+        raise RunRefused(_("%(first)s is in the future: there is no history for it yet") % {"first": request.first})
     clusters = Cluster.objects.order_by("name")
     if request.cluster is not None:
         clusters = clusters.filter(name=request.cluster)
         if not clusters.exists():
-            raise RunRefused(f"unknown cluster {request.cluster!r}")
+            raise RunRefused(_("unknown cluster %(cluster)r") % {"cluster": request.cluster})
     names = list(clusters.values_list("name", flat=True))
     if not names:
-        raise RunRefused("no cluster is configured")
+        raise RunRefused(_("no cluster is configured"))
     days = days_between(request.first, request.last)
     try:
         with transaction.atomic():
@@ -82,8 +85,14 @@ def request_run(request: RunRequest, *, trigger: str, user=None) -> StatsRun:
             RunDay.objects.bulk_create([RunDay(run=run, cluster=c, date=d) for c in names for d in days])
     except IntegrityError:
         busy = RunDay.objects.filter(cluster__in=names, date__in=days).select_related("run").first()
-        which = f"run #{busy.run_id} ({busy.cluster}, {busy.date})" if busy else "another run"
-        raise RunRefused(f"{which} is already computing these days; wait for it to finish") from None
+        which = (
+            _("run #%(pk)s (%(cluster)s, %(date)s)") % {"pk": busy.run_id, "cluster": busy.cluster, "date": busy.date}
+            if busy
+            else _("another run")
+        )
+        raise RunRefused(
+            _("%(which)s is already computing these days; wait for it to finish") % {"which": which}
+        ) from None
     return run
 
 

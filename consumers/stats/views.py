@@ -34,8 +34,8 @@ def overview(request):
     cluster = cluster_or_404(request, name) if name else None
     form, period = _period(request)
     if period is None:
-        return bad_request(request, f"Invalid period: {form.errors.as_text()}")
-    first, last, _ = period
+        return bad_request(request, _("Invalid period: %(errors)s") % {"errors": form.errors.as_text()})
+    first, last, _days = period
     scope = scope_of(request.user)
     mine = within(request.user, cluster="cluster", group="group")
     context = {
@@ -72,7 +72,9 @@ def _top_sections(top: dict) -> list[tuple]:
 def cluster_charts(request, cluster: str):
     cluster = cluster_or_404(request, cluster)
     if not scope_of(request.user).may_all_groups(VIEW, cluster.name):
-        raise Http404(f"No totals of {cluster.name} for you: they count groups outside your scope")
+        raise Http404(
+            _("No totals of %(cluster)s for you: they count groups outside your scope") % {"cluster": cluster.name}
+        )
     form, period = _period(request)
     if period is None:
         return JsonResponse({"error": form.errors.as_text()}, status=400)
@@ -110,10 +112,10 @@ def job_log(request, pk: int):
     """The latest attempt's log, or ?attempt=N's (each attempt of a run keeps its own)."""
     run = get_object_or_404(StatsRun, pk=pk)
     if not _sees_run(request, run):
-        raise Http404(f"No statistics run #{pk}")
+        raise Http404(_("No statistics run #%(pk)s") % {"pk": pk})
     attempt = request.GET.get("attempt", "")
     if attempt and not (attempt.isdigit() and 1 <= int(attempt) <= run.attempt):
-        raise Http404(f"{run} has no attempt {attempt}")
+        raise Http404(_("%(run)s has no attempt %(attempt)s") % {"run": run, "attempt": attempt})
     text = log_text(run, attempt=int(attempt) if attempt else None)
     return HttpResponse(text or "(no log yet)", content_type="text/plain; charset=utf-8")
 
@@ -121,23 +123,23 @@ def job_log(request, pk: int):
 @console_action
 def start_run(request):
     if not scope_of(request.user).may_somewhere(REQUEST):
-        raise PermissionDenied("starting a statistics run needs the operator role")
+        raise PermissionDenied(_("starting a statistics run needs the operator role"))
     form = RunForm(request.POST)
     if not form.is_valid():
-        return bad_request(request, f"Invalid run: {form.errors.as_text()}")
+        return bad_request(request, _("Invalid run: %(errors)s") % {"errors": form.errors.as_text()})
     data = form.cleaned_data
     # a run computes every group of its cluster (of all of them, without one)
     if not scope_of(request.user).may_all_groups(REQUEST, data["cluster"] or None):
         raise PermissionDenied(
-            "a statistics run computes every group of the cluster: it needs the operator role on all of them"
+            _("a statistics run computes every group of the cluster: it needs the operator role on all of them")
         )
     try:
         run = request_run(RunRequest(data["first"], data["last"], data["cluster"] or None), trigger="page",
                           user=request.user)  # fmt: skip
     except RunRefused as exc:
-        return bad_request(request, f"Run refused: {exc}")
+        return bad_request(request, _("Run refused: %(why)s") % {"why": exc})
     run_statistics.delay(run.pk)
-    flash.success(request, f"{run} queued.")
+    flash.success(request, _("%(run)s queued.") % {"run": run})
     return redirect("consumers:stats-jobs")
 
 

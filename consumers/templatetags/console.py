@@ -155,7 +155,7 @@ def consumption_label(value) -> str:
 
 @register.filter
 def evidence(text) -> str:
-    """A health finding's evidence (English in the documents) in the reader's language."""
+    """A health finding's evidence or a diagnostic (English in the documents) in the reader's language."""
     from ..languages.evidence import translate_evidence
 
     return translate_evidence(text)

@@ -8,6 +8,7 @@ import hmac
 import secrets
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ... import audit
 from ..grants import PatternError, rule_of, scope_of
@@ -33,10 +34,21 @@ def create(
     """A new token, with all of the owner's rights or (`rule`) a narrower role and scope,
     refused when it is wider than theirs; the secret is returned once and never stored."""
     if rule is not None and not scope_of(user).covers(rule):
+        where = {"role": rule.role, "clusters": ", ".join(rule.clusters), "groups": ", ".join(rule.groups)}
+        if rule.topics:
+            raise TokenRefused(
+                _(
+                    "a token cannot have more than you: you hold no %(role)s grant covering clusters %(clusters)s, "
+                    "groups %(groups)s, topics %(topics)s"
+                )
+                % {**where, "topics": ", ".join(rule.topics)}
+            )
         raise TokenRefused(
-            f"a token cannot have more than you: you hold no {rule.role} grant covering "
-            f"clusters {', '.join(rule.clusters)}, groups {', '.join(rule.groups)}"
-            + (f", topics {', '.join(rule.topics)}" if rule.topics else "")
+            _(
+                "a token cannot have more than you: you hold no %(role)s grant covering clusters %(clusters)s, "
+                "groups %(groups)s"
+            )
+            % where
         )
     prefix = secrets.token_hex(4)
     secret = f"{PREFIX}{prefix}_{secrets.token_urlsafe(32)}"

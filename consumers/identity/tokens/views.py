@@ -6,6 +6,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages as flash
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ..access import console_action, console_page, remote_addr
 from ..grants import PatternError, patterns
@@ -15,17 +17,23 @@ from . import services
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="what the token is for, e.g. 'nightly lag export'")
-    days = forms.IntegerField(required=False, min_value=1, max_value=3650, initial=90, label="expires after (days)",
-                              help_text="empty: never expires")  # fmt: skip
+    name = forms.CharField(max_length=100, label=gettext_lazy("Name"),
+                           help_text=gettext_lazy("what the token is for, e.g. 'nightly lag export'"))  # fmt: skip
+    days = forms.IntegerField(required=False, min_value=1, max_value=3650, initial=90,
+                              label=gettext_lazy("expires after (days)"),
+                              help_text=gettext_lazy("empty: never expires"))  # fmt: skip
     role = forms.ChoiceField(
         required=False,
-        choices=[("", "all of mine"), *((role, role) for role in ROLES)],
-        help_text="a read-only script needs viewer",
+        label=gettext_lazy("Role"),
+        choices=[("", gettext_lazy("all of mine")), *((role, role) for role in ROLES)],
+        help_text=gettext_lazy("a read-only script needs viewer"),
     )
-    clusters = forms.CharField(max_length=500, required=False, initial="*", help_text="names or globs; * for all")
-    groups = forms.CharField(max_length=1000, required=False, initial="*", help_text="consumer group globs")
-    topics = forms.CharField(max_length=1000, required=False, initial="*", help_text="topic globs (message pages)")
+    clusters = forms.CharField(max_length=500, required=False, initial="*", label=gettext_lazy("Clusters"),
+                               help_text=gettext_lazy("names or globs; * for all"))  # fmt: skip
+    groups = forms.CharField(max_length=1000, required=False, initial="*", label=gettext_lazy("Consumer groups"),
+                             help_text=gettext_lazy("consumer group globs"))  # fmt: skip
+    topics = forms.CharField(max_length=1000, required=False, initial="*", label=gettext_lazy("Topics"),
+                             help_text=gettext_lazy("topic globs (message pages)"))  # fmt: skip
 
     def clean(self):
         data = super().clean()
@@ -60,7 +68,7 @@ def token_create(request):
     if not form.is_valid():
         return _page(request, form, status=400)
     try:
-        _, secret = services.create(request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"],
+        _token, secret = services.create(request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"],
                                     remote_addr=remote_addr(request), rule=form.cleaned_data["rule"])  # fmt: skip
     except services.TokenRefused as exc:
         form.add_error(None, str(exc))
@@ -72,7 +80,9 @@ def token_create(request):
 def token_revoke(request, pk: int):
     token = services.revoke(request.user, pk, remote_addr=remote_addr(request))
     if token is None:
-        flash.error(request, "No such active token of yours.")
+        flash.error(request, _("No such active token of yours."))
     else:
-        flash.success(request, f"Token {token.name} ({token.prefix}…) is revoked.")
+        flash.success(
+            request, _("Token %(name)s (%(prefix)s…) is revoked.") % {"name": token.name, "prefix": token.prefix}
+        )
     return redirect("consumers:tokens")
