@@ -11,7 +11,7 @@ export DEBUG=true
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py makemigrations --check --dry-run
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=30 "$@"  # the slowest tests: where CI time goes
 echo "--- database tests again, on a throwaway PostgreSQL ---"
 .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
   tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
