@@ -137,6 +137,7 @@ ENGLISH_WORDS = re.compile(
 # a token with a digit or one of RocketMQ's name characters in it is a name, not a word
 NAME_TOKEN = re.compile(r"\S*[0-9_%@#:/.\-]\S*")
 HAN = re.compile(r"[\u4e00-\u9fff]")
+ENGLISH_MONTH = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
 
 
 def english_left(text: str) -> list[str]:
@@ -179,6 +180,12 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
             text = page.evaluate("document.querySelector('main').innerText")
             assert HAN.search(text), (path, text[:500])
             assert english_left(text) == [], (path, english_left(text))
+            if path == f"/groups/local/{group}/":  # the lag chart: plotly's dates and mode bar in Chinese
+                page.wait_for_selector("#lag-chart .xtick text", timeout=30_000)
+                ticks = page.eval_on_selector_all(".xtick text", "els => els.map(e => e.textContent)")
+                titles = page.eval_on_selector_all(".modebar-btn", "els => els.map(e => e.dataset.title)")
+                assert not [t for t in ticks if ENGLISH_MONTH.search(t)], ticks
+                assert titles and not [t for t in titles if t and not HAN.search(t)], titles
         assert errors == []
 
         # the switch in the header: English, kept on the user (a new browser still asking for

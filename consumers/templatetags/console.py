@@ -6,7 +6,7 @@ import datetime as dt
 
 from django import template
 from django.utils.formats import date_format, number_format
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html, format_html_join, json_script
 from django.utils.translation import gettext, ngettext
 
 register = template.Library()
@@ -159,3 +159,13 @@ def evidence(text) -> str:
     from ..languages.evidence import translate_evidence
 
     return translate_evidence(text)
+
+
+@register.simple_tag
+def plotly_locale():
+    """The active language's plotly.js locale (month names, date order, the mode bar's texts) for
+    static/js/base.js's chartConfig; nothing in English, plotly's own."""
+    from ..stats.charts import plotly_locale as locale_of
+
+    locale = locale_of()
+    return json_script(locale, "plotly-locale") if locale else ""

@@ -21,3 +21,19 @@ document.addEventListener("htmx:beforeSwap", function (event) {
     event.detail.isError = false;
   }
 });
+// The config of every chart on the pages: plotly's locale of the page's language (month names,
+// date order, the mode bar's tooltips), handed over by the {% plotly_locale %} tag, registered
+// once plotly has loaded.
+window.chartConfig = function () {
+  var config = { displaylogo: false, responsive: true };
+  var source = document.getElementById("plotly-locale");
+  if (source && window.Plotly) {
+    var locale = JSON.parse(source.textContent);
+    if (!window.chartConfig.registered) {
+      Plotly.register(locale);
+      window.chartConfig.registered = true;
+    }
+    config.locale = locale.name;
+  }
+  return config;
+};

@@ -41,7 +41,7 @@
           el.appendChild(note);
           return;
         }
-        Plotly.react(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
+        Plotly.react(el, fig.data, fig.layout, window.chartConfig());
         el.dataset.points = fig.points;
         if (fig.changes) {
           el.dataset.total = fig.total;
