@@ -53,6 +53,8 @@ PLOTLY_LOCALES = {
             "Reset axes": "重置坐标轴",
             "Reset": "重置",
             "Download plot as a png": "下载图表（PNG）",
+            "Download plot as a PNG": "下载图表（PNG）",
+            "Share chart...": "分享图表…",
             "Download plot": "下载图表",
             "Show closest data on hover": "悬停时显示最近的数据",
             "Compare data on hover": "悬停时比较数据",
