@@ -82,17 +82,22 @@ def production_server(tmp_path_factory, namesrv, settled, redis_server):
         server.stop(10)
 
 
+def sign_in(page, base: str, username: str) -> None:
+    """The password login, landing on the groups list."""
+    page.goto(base + "/groups/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit], button[type=submit]")
+    page.wait_for_url(base + "/groups/")
+
+
 def test_the_main_pages_through_gunicorn_with_debug_off(page, production_server, settled):
     base, group = production_server, settled.lagging.group
     errors = watch_errors(page)
     failed: list[str] = []
     page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page.add_init_script(CSP_WATCH)
-    page.goto(base + "/groups/")
-    page.fill("#id_username", "operator")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit], button[type=submit]")
-    page.wait_for_url(base + "/groups/")
+    sign_in(page, base, "operator")
     pages = ["/", "/groups/", f"/groups/local/{group}/", "/changes/", "/dlq/", "/stats/", "/reports/", "/clusters/",
              "/alerts/", "/audit/", "/account/tokens/"]  # fmt: skip
     for path in pages:
@@ -163,11 +168,7 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
     page = context.new_page()
     errors = watch_errors(page)
     try:
-        page.goto(base + "/groups/")
-        page.fill("#id_username", "operator")
-        page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(base + "/groups/")
+        sign_in(page, base, "operator")
         pages = ["/", "/groups/", f"/groups/local/{group}/", f"/groups/local/{group}/reset/", "/dlq/", "/stats/",
                  "/reports/"]  # fmt: skip
         for path in pages:
@@ -198,11 +199,7 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
     again = browser.new_context(locale="zh-CN")
     page = again.new_page()
     try:
-        page.goto(base + "/groups/")
-        page.fill("#id_username", "operator")
-        page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(base + "/groups/")
+        sign_in(page, base, "operator")
         assert page.evaluate("document.documentElement.lang") == "en"
         assert not HAN.search(page.evaluate("document.querySelector('main').innerText"))
     finally:
