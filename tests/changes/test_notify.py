@@ -13,15 +13,7 @@ from consumers.models import Cluster
 
 
 def test_approvers_and_then_the_requester_are_told(personas, settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    for role in ("operator", "approver", "admin", "viewer"):
-        personas[role].email = f"{role}@example.test"
-        personas[role].save()
-    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
-    request = workflow.submit(
-        actor=Actor(personas["operator"]), cluster=cluster, group="orders", kind="reset",
-        params={"strategy": "earliest"}, plan={"rows": []}, reason="replay",
-    )  # fmt: skip
+    request = _requested_reset(personas, settings, ("operator", "approver", "admin", "viewer"))
     notify.new_request(request)
     assert len(mail.outbox) == 1 and sorted(mail.outbox[0].to) == ["admin@example.test", "approver@example.test"]
     assert "approval wanted" in mail.outbox[0].subject and "replay" in mail.outbox[0].body
@@ -32,17 +24,9 @@ def test_approvers_and_then_the_requester_are_told(personas, settings):
 
 def test_each_reads_it_in_their_language(personas, settings):
     """The approvers apart by language (one message each); the requester in theirs."""
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    for role in ("operator", "approver", "admin"):
-        personas[role].email = f"{role}@example.test"
-        personas[role].save()
     for role in ("approver", "operator"):
         LanguagePreference.objects.create(user=personas[role], language="zh-hans")
-    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
-    request = workflow.submit(
-        actor=Actor(personas["operator"]), cluster=cluster, group="orders", kind="reset",
-        params={"strategy": "earliest"}, plan={"rows": []}, reason="replay",
-    )  # fmt: skip
+    request = _requested_reset(personas, settings, ("operator", "approver", "admin"))
     notify.new_request(request)
     english, chinese = sorted(mail.outbox, key=lambda m: m.to)
     assert english.to == ["admin@example.test"] and chinese.to == ["approver@example.test"]
@@ -57,3 +41,17 @@ def test_each_reads_it_in_their_language(personas, settings):
     notify.decided(workflow.reject(request, actor=Actor(personas["approver"]), reason="not today"))
     assert mail.outbox[2].to == ["operator@example.test"] and "not today" in mail.outbox[2].body
     assert "rejected by" not in mail.outbox[2].body  # the operator reads Chinese
+
+
+def _requested_reset(personas, settings, with_email: tuple[str, ...]):
+    """An operator's pending reset of orders on east, e-mails kept in memory; the roles named
+    have an address."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    for role in with_email:
+        personas[role].email = f"{role}@example.test"
+        personas[role].save()
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")
+    return workflow.submit(
+        actor=Actor(personas["operator"]), cluster=cluster, group="orders", kind="reset",
+        params={"strategy": "earliest"}, plan={"rows": []}, reason="replay",
+    )  # fmt: skip
