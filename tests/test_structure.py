@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import consumers
+from tests.support.source import parse
 
 PACKAGE = Path(consumers.__file__).parent
 
@@ -16,7 +17,7 @@ PACKAGE = Path(consumers.__file__).parent
 def imports(path: Path) -> set[str]:
     """Every module a file imports, relative ones as written (e.g. "..models", ".kinds")."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             found.add("." * node.level + (node.module or ""))
         elif isinstance(node, ast.Import):
@@ -70,7 +71,7 @@ def identity_modules_imported(source: str, package: list[str]) -> set[str]:
     from consumers import identity
 
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith(IDENTITY + "."))
         elif isinstance(node, ast.ImportFrom):

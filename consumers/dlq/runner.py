@@ -134,30 +134,33 @@ def _refuse_blind_take_over(job: RedriveJob, session: ClusterSession) -> None:
 
 class Pacer:
     """The job's rate as a ceiling at every moment: each batch (a twentieth of a second's worth;
-    the whole window when unthrottled) is given its own start time, one batch's time after the
-    previous one, and never earlier than now. Time nobody used (a pause, a take-over's look-ups,
-    a slow broker) is not saved up at all: after it the sends resume at the rate, never in a
-    catch-up burst. (Carrying one batch of credit forward looked harmless, but on the broker it
-    showed: a resumed job's first second stored 220 messages at 200 msg/s.)
+    the whole window when unthrottled) goes one batch's time after the previous one went, and
+    never earlier than now. Time nobody used (a pause, a take-over's look-ups, a slow broker) is
+    not saved up at all: after it the sends resume at the rate, never in a catch-up burst.
+    (Carrying one batch of credit forward looked harmless, but on the broker it showed: a
+    resumed job's first second stored 220 messages at 200 msg/s.)
 
-    The next start is reserved before waiting, so windows sending concurrently on the session's
-    loop share the one rate."""
+    The next batch's time is counted from when this one really went, not from when it was due:
+    a late wake-up (a busy event loop, a thread holding the GIL) moves the schedule instead of
+    letting the overdue batch and the next one go together. Windows sending concurrently on the
+    session's loop take their turns one at a time, so they share the one rate."""
 
     def __init__(self, rate: int, *, clock=time.monotonic, sleep=asyncio.sleep):
         self.rate, self.clock, self.sleep = rate, clock, sleep
         self.unthrottled = rate >= settings.REDRIVE_MAX_RATE  # the highest rate: as fast as the broker takes them
         self.batch = WINDOW if self.unthrottled else max(1, rate // 20)
         self.next = clock()
+        self._turn = asyncio.Lock()
 
     async def take(self, count: int) -> None:
         """Wait until `count` more messages may go."""
         if self.unthrottled:
             return
-        now = self.clock()
-        start = max(self.next, now)
-        self.next = start + count / self.rate
-        if start > now:
-            await self.sleep(start - now)
+        async with self._turn:
+            wait = self.next - self.clock()
+            if wait > 0:
+                await self.sleep(wait)
+            self.next = max(self.next, self.clock()) + count / self.rate
 
 
 @dataclass

@@ -4,6 +4,7 @@ carried forward, shared by windows sending at once."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -66,6 +67,23 @@ def test_windows_sending_at_once_share_the_rate():
     # 20 batches of 5 at 100/s, from two windows: one after the other, 0.05 s apart, over 1 s
     assert pacer.next - 1000.0 == pytest.approx(20 * 5 / 100, abs=1e-9)
     assert clock.now - 1000.0 == pytest.approx(19 * 0.05, abs=1e-9)  # the last batch's start
+
+
+def test_a_late_wake_up_moves_the_schedule_instead_of_bunching_two_batches():
+    """Before: the next batch was due one batch's time after the late one was *due*, so when a
+    busy loop woke a sleeper 0.12 s late, the next batch went at the same instant (CI measured
+    220 messages in one second at 200 msg/s on the broker)."""
+    clock = Clock()
+    late = [0.12]  # the fifth sleep overshoots once
+
+    async def oversleeping(seconds: float) -> None:
+        clock.now += seconds + (late.pop() if len(clock.sends) == 4 and late else 0.0)
+
+    pacer = Pacer(200, clock=clock, sleep=oversleeping)
+    send(pacer, clock, 1000)
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(clock.sends)]
+    assert not late and min(gaps) >= 0.05 - 1e-9  # each batch a batch's time after the previous one went
+    assert busiest_second(clock.sends) == 200
 
 
 def test_the_highest_rate_is_unthrottled(settings):

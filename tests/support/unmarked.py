@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.source import parse
+
 MARKERS = {
     "gettext", "gettext_lazy", "gettext_noop", "ngettext", "ngettext_lazy",
     "pgettext", "pgettext_lazy", "npgettext", "npgettext_lazy",
@@ -132,7 +134,7 @@ def is_identifier(text: str) -> bool:
 
 def unmarked_in(source: str, path: str = "<source>") -> list[Unmarked]:
     """The strings of one module that reach a reader unmarked, in the order of the source."""
-    found = _Module(ast.parse(source), path).check()
+    found = _Module(parse(source), path).check()
     return sorted(set(found), key=lambda u: (u.line, u.text))
 
 
