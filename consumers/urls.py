@@ -15,11 +15,13 @@ from .messages import views as messages
 from .metrics import views as metrics
 from .reports import views as reports
 from .resets import views as resets
+from .skips import views as skips
 from .stats import views as stats
 
 app_name = "consumers"
 # where a message is: what the message pages and their API are addressed by
 MESSAGE = "<slug:cluster>/<str:topic>/<str:broker>/<int:queue_id>/<int:offset>"
+POSITION = "<str:topic>/<str:broker>/<int:queue_id>/<int:offset>"  # a queue offset in a group's cluster
 
 urlpatterns = [
     path("", live.home, name="home"),
@@ -33,6 +35,8 @@ urlpatterns = [
     path("groups/<slug:cluster>/<str:group>/reset/", resets.reset_form, name="reset-form"),
     path("groups/<slug:cluster>/<str:group>/reset/preview/", resets.reset_preview, name="reset-preview"),
     path("groups/<slug:cluster>/<str:group>/reset/request/", resets.reset_create, name="reset-create"),
+    path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/", skips.skip_form, name="skip-form"),
+    path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/request/", skips.skip_create, name="skip-create"),
     path("changes/", changes.change_list, name="change-list"),
     path("changes/<int:pk>/", changes.change_detail, name="change-detail"),
     path("changes/<int:pk>/decide/", changes.change_action, name="change-action"),

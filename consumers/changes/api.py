@@ -80,8 +80,9 @@ def changes(request):
 def _create(request):
     body = request.json
     offered = kinds.creatable()
-    # without "kind", the only kind scripts may request (today: resets)
-    name = body.get("kind") or (next(iter(offered)) if len(offered) == 1 else "")
+    # without "kind", the kind registered as the API's default (resets: scripts written before
+    # there was a second kind send none)
+    name = body.get("kind") or next((n for n, k in offered.items() if k.api_default), "")
     if name not in offered:
         return json_error(400, f"body.kind: must be one of {', '.join(offered)}", field="body.kind")
     kind = offered[name]

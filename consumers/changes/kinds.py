@@ -38,9 +38,12 @@ class ChangeKind:
     # (fn(actor=, cluster=, group=, params=, reason=)); None: made on its own pages only
     api_params: Obj | None = None
     api_create: Callable[..., ChangeRequest] | None = None
+    api_default: bool = False  # the kind of a POST /api/changes/ that names none
     # the other groups of the request's cluster it reads (a copy reset's source): whoever
     # decides must be allowed to see them too
     reads: Callable[[ChangeRequest], list[str]] = lambda request: []
+    # what the request's page shows of this kind beside the plan table (a template, or "")
+    detail_template: str = ""
 
 
 _KINDS: dict[str, ChangeKind] = {}

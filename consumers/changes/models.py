@@ -34,6 +34,7 @@ class ChangeRequest(models.Model):
     class Kind(models.TextChoices):
         RESET = "reset", _("offset reset")
         REDRIVE = "redrive", _("DLQ redrive")
+        SKIP = "skip", _("message skip")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

@@ -55,7 +55,8 @@ def _detail(request, change, *, status: int = 200):
     touched = touched_groups(change)
     may_decide = any(scope.may(APPROVE, change.cluster.name, g) for g in touched)
     # an approver sees, before deciding, what the broker did since the preview was read
-    moved_since = kinds.of(change).moved_since
+    kind = kinds.of(change)
+    moved_since = kind.moved_since
     if change.state == State.PENDING and may_decide and not request.htmx and moved_since:
         try:
             moved = moved_since(change)
@@ -63,6 +64,7 @@ def _detail(request, change, *, status: int = 200):
             messages.error(request, _("could not read the broker: %(error)s") % {"error": exc})
     context = {
         "change": change,
+        "kind_template": kind.detail_template,
         "moved": moved,
         "can_decide": may_decide and (request.user.pk != change.requested_by_id or single_person_mode()),
         "can_request": scope.may(REQUEST, *where),

@@ -122,9 +122,15 @@ class Sample:
 class Finding:
     state: str
     evidence: str
+    # STALLED: where the group is pinned (topic, broker, queue_id, offset), longest first; the
+    # group page links each to the message there and to "Skip this message…"
+    pinned: list[dict] = field(default_factory=list)
 
     def to_wire(self) -> dict:
-        return {"state": self.state, "evidence": self.evidence}
+        wire = {"state": self.state, "evidence": self.evidence}
+        if self.pinned:
+            wire["pinned"] = self.pinned
+        return wire
 
 
 @dataclass
@@ -189,9 +195,27 @@ def _stalled(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
             pinned.append((queue, offset, lag, latest.t - since))
     if not pinned:
         return []
-    queue, offset, lag, seconds = max(pinned, key=lambda p: p[3])
+    pinned.sort(key=lambda p: -p[3])
+    queue, offset, lag, seconds = pinned[0]
     params = {"queue": queue, "offset": offset, "lag": lag, "seconds": f"{seconds:.0f}", "more": len(pinned) - 1}
-    return [Finding("STALLED", (STALLED_MORE if len(pinned) > 1 else STALLED) % params)]
+    where = [
+        dict(position, offset=at)
+        for label, at, _lag, _seconds in pinned[:MAX_PINNED_SHOWN]
+        if (position := _position(label)) is not None
+    ]
+    return [Finding("STALLED", (STALLED_MORE if len(pinned) > 1 else STALLED) % params, where)]
+
+
+MAX_PINNED_SHOWN = 5
+
+
+def _position(label: str) -> dict | None:
+    """topic@broker#queue as its parts (topic names hold neither @ nor #); None: not a label."""
+    rest, _hash, queue_id = label.rpartition("#")
+    topic, _at, broker = rest.partition("@")
+    if not (topic and broker and queue_id.isascii() and queue_id.isdigit()):
+        return None
+    return {"topic": topic, "broker": broker, "queue_id": int(queue_id)}
 
 
 def _growth(window: list[Sample], thresholds: Thresholds) -> list[Finding]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
@@ -41,9 +42,19 @@ from .preview import GroupOffsets, read_group
 BATCH = 64
 
 
-def execute_reset(request_id: int) -> ChangeRequest | None:
+class NotRun(Exception):
+    """Raised by a `before` step: no offset is written and the request fails, saying this."""
+
+
+def execute_reset(request_id: int, *, before: Callable | None = None) -> ChangeRequest | None:
     """Run the request if it is approved, or take it over if its worker died; otherwise leave it.
-    Returns the request as it ended, or None when another worker has it."""
+    Returns the request as it ended, or None when another worker has it.
+
+    `before(request, result, save)`, when given, runs first in every run (a take-over too) and
+    keeps its own progress in `result` (save() stores it with the heartbeat); it runs once the
+    effect is checked, before any queue is set, and a RocketMQError from it ends the request
+    failed with no offset written. A message skip copies its messages
+    to the DLQ there, before the offset moves past them."""
     request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
     token = uuid.uuid4().hex
     claimed = transition(
@@ -57,9 +68,9 @@ def execute_reset(request_id: int) -> ChangeRequest | None:
         heartbeat_at=timezone.now(),
     )
     if claimed is not None:
-        return _run(claimed, token)
+        return _run(claimed, token, before)
     taken = _take_over(request)
-    return _run(*taken) if taken else None
+    return _run(*taken, before) if taken else None
 
 
 def _take_over(request: ChangeRequest) -> tuple[ChangeRequest, str] | None:
@@ -79,7 +90,7 @@ def _take_over(request: ChangeRequest) -> tuple[ChangeRequest, str] | None:
     return fresh, token
 
 
-def _run(request: ChangeRequest, token: str) -> ChangeRequest:
+def _run(request: ChangeRequest, token: str, before: Callable | None = None) -> ChangeRequest:
     cluster, group = request.cluster, request.group
     rows = [r for r in request.plan["rows"] if r["target"] is not None]
     result = dict(request.result)
@@ -100,6 +111,8 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
                 _save(request, token, result)
                 return _finish(request, token, rows, result)
             _save(request, token, result)
+        if before is not None:  # after the effect check: nothing is copied for a skip that will not happen
+            before(request, result, lambda: _save(request, token, result))
         targets = {r["label"]: result.get("targets_used", {}).get(r["label"], r["target"]) for r in rows}
         pending = [r for r in rows if r["label"] not in result["applied"] and r["label"] not in result["failed"]]
         for start in range(0, len(pending), BATCH):
@@ -116,6 +129,8 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
         result["verification"] = _verify(request, rows, targets, result)
     except RocketMQError as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
+    except NotRun as exc:
+        result["error"] = str(exc)
     return _finish(request, token, rows, result)
 
 

@@ -64,6 +64,7 @@ RESET = kinds.register(
         actions={"refresh": _refresh, "undo": _undo},
         api_params=API_PARAMS,
         api_create=_api_create,
+        api_default=True,
         reads=lambda request: [request.params["source_group"]] if request.params.get("source_group") else [],
     )
 )

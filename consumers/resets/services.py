@@ -87,7 +87,8 @@ def refresh_preview(request: ChangeRequest, *, actor: Actor) -> ChangeRequest:
 
 def undo(request: ChangeRequest, *, actor: Actor, reason: str) -> ChangeRequest:
     """A new request, through the same approval, that puts back the offsets this one replaced."""
-    if request.kind != ChangeRequest.Kind.RESET or request.state not in (State.DONE, State.PARTIAL):
+    # what a reset's run records (a message skip runs as one): the offsets it replaced
+    if "replaced" not in request.result or request.state not in (State.DONE, State.PARTIAL):
         raise ChangeRefused(_("only an executed reset can be undone"), 409)
     replaced = {label: offset for label, offset in request.result.get("replaced", {}).items() if offset is not None}
     applied = request.result.get("applied", {})

@@ -30,6 +30,7 @@ PLAN = {"rows": [], "totals": {}, "warnings": [], "online": False}
 # what each POST sends (form data for pages, a JSON body under /api/)
 POST_DATA = {
     "reset-create": {"strategy": "earliest", "reason": "replay"},
+    "skip-create": {"count": "1", "copy_to_dlq": "on", "reason": "poison"},
     "change-action": {"action": "approve"},
     "dlq-redrive": {"target": "group", "rate": "10"},
     "dlq-make-readable": {},

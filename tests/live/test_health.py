@@ -37,6 +37,18 @@ def test_a_lagging_queue_whose_offset_does_not_move_for_the_stall_time_is_stalle
     assert evaluate(samples[:4], T).state != "STALLED"
 
 
+def test_a_stalled_finding_names_where_each_queue_is_pinned_longest_first():
+    # T@b-a#0 pinned from the start (75 s), %RETRY%g@b-b#2 from the second sample (60 s)
+    points = [{"lag": 5, "queues": {"T@b-a#0": (7, 3), "%RETRY%g@b-b#2": (40 + (i == 0), 2)}} for i in range(6)]
+    finding = evaluate(series(*points), T).findings[0]
+    assert finding.state == "STALLED"
+    assert finding.to_wire()["pinned"] == [
+        {"topic": "T", "broker": "b-a", "queue_id": 0, "offset": 7},
+        {"topic": "%RETRY%g", "broker": "b-b", "queue_id": 2, "offset": 40},
+    ]
+    assert "pinned" not in evaluate(series({"lag": 0}), T).findings[0].to_wire()  # only a stall says where
+
+
 def test_an_offset_that_moved_inside_the_stall_time_is_not_stalled():
     points = [{"lag": 3, "queues": {"q": (o, 3)}, "consumed": o} for o in (5, 6, 7, 8, 9)]
     assert evaluate(series(*points), T).state != "STALLED"
