@@ -202,6 +202,10 @@ OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
 # how old a single sign-on session's team membership may get before it is read again from the
 # provider (it is read again before every write whatever its age)
 OIDC_RECHECK_SECONDS = env_int("OIDC_RECHECK_SECONDS", 300)
+# an API token of a single sign-on user writes only while the provider confirmed the owner's
+# groups (a sign-in or a session's re-check) less than this many seconds ago: a token has no
+# refresh token, so a person removed from a team in the provider keeps no write through one
+OIDC_TOKEN_MEMBERSHIP_MAX_AGE = env_int("OIDC_TOKEN_MEMBERSHIP_MAX_AGE", 86400)
 if OIDC_ISSUER:
     # plain HTTP only to this machine (the development Keycloak): tokens and secrets cross it
     if not OIDC_ISSUER.startswith(("https://", "http://127.0.0.1:", "http://localhost:")):

@@ -23,7 +23,7 @@ from .. import apischema
 from ..apischema import Obj
 from ..errors import json_error
 from ..models import Cluster
-from . import lockout
+from . import lockout, recheck
 from .grants import scope_of
 from .roles import VIEW
 from .tokens.auth import TokenLockedOut, token_user
@@ -143,6 +143,10 @@ def _write_refused(request, via: str):
     cross = cross_site(request)
     if cross:
         return json_error(403, f"cross-site write refused: {cross}")
+    if via == "token":
+        unconfirmed = recheck.token_membership_unconfirmed(request.user)
+        if unconfirmed:
+            return json_error(403, unconfirmed)
     if via == "session":
         refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
         if refused is not None:

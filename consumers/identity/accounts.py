@@ -68,6 +68,7 @@ def update_groups(account: IdpAccount, claims: dict, groups_claim: str) -> Signe
     groups = claim_rules.idp_groups(claims, groups_claim)
     added, removed = _set_idp_groups(account.user, groups)
     account.groups = groups
+    account.groups_confirmed_at = timezone.now()
     account.save()
     return SignedIn(user=account.user, created=False, groups=groups, added=added, removed=removed)
 

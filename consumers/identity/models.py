@@ -19,6 +19,9 @@ class IdpAccount(models.Model):
     groups = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_sign_in = models.DateTimeField(null=True, blank=True)
+    # when the provider last said the groups (a sign-in, or a session's re-check): an API token
+    # acts without a session, so its writes stop once this is older than a bound (recheck.py)
+    groups_confirmed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("identity provider account")
