@@ -1,4 +1,4 @@
-"""Health evidence and allocation diagnostics in the reader's language.
+"""Health evidence, allocation diagnostics and reset plans' warnings in the reader's language.
 
 A poll writes each finding's evidence and each diagnostic once, in English, into the group's
 snapshot document: the API's `evidence` and `message` fields and the alerts keep them so. A page
@@ -32,8 +32,10 @@ def _formats() -> tuple[tuple[str, re.Pattern], ...]:
     from ..live.diagnostics import DIAGNOSTIC_FORMATS
     from ..live.health import EVIDENCE_FORMATS
     from ..live.selectors import STALE_DATA
+    from ..resets.defects import WARNING_FORMATS
 
-    return tuple((fmt, _pattern(fmt)) for fmt in (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS))
+    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *WARNING_FORMATS)
+    return tuple((fmt, _pattern(fmt)) for fmt in formats)
 
 
 def translate_evidence(text) -> str:

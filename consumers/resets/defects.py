@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 
@@ -50,9 +49,21 @@ def affecting(versions: dict[str, str], *, fifo: bool) -> list[str]:
     ]  # fmt: skip
 
 
+# The plan keeps its warnings in English, as the poll keeps health evidence: a request is read
+# by people of other languages than its author's, and each page shows them translated
+# (consumers/languages/evidence.py matches them against these formats).
+KNOWN_DEFECT = gettext_noop(
+    "Known broker defect (%(issue)s): on RocketMQ up to %(version)s %(defect)s. Affected here: "
+    "%(brokers)s. The run's verification checks the consumers' side and will say if it did not take."
+)
+VERSION_UNKNOWN = gettext_noop(
+    "Broker version unknown for %(brokers)s: cannot tell whether %(issue)s (%(defect)s) applies."
+)
+
+
 def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
-    """Warnings for a reset of a POP group on brokers of these versions ({broker: desc}), in the
-    reader's language."""
+    """Warnings for a reset of a POP group on brokers of these versions ({broker: desc}), in
+    English (see KNOWN_DEFECT)."""
     warnings = []
     for defect in DEFECTS:
         if defect.fifo_only and not fifo:
@@ -61,26 +72,22 @@ def pop_reset_warnings(versions: dict[str, str], *, fifo: bool) -> list[str]:
         unknown = sorted(b for b, v in versions.items() if parse_version(v) is None)
         if hit:
             warnings.append(
-                _(
-                    "Known broker defect (%(issue)s): on RocketMQ up to %(version)s %(defect)s. Affected here: "
-                    "%(brokers)s. The run's verification checks the consumers' side and will say if it did not take."
-                )
+                KNOWN_DEFECT
                 % {
                     "issue": defect.issue,
                     "version": ".".join(map(str, defect.fixed_after)),
-                    "defect": _(defect.text),
+                    "defect": defect.text,
                     "brokers": ", ".join(f"{b} ({versions[b]})" for b in hit),
                 }
             )
         elif unknown:
             warnings.append(
-                _("Broker version unknown for %(brokers)s: cannot tell whether %(issue)s (%(defect)s) applies.")
-                % {"brokers": ", ".join(unknown), "issue": defect.issue, "defect": _(defect.text)}
+                VERSION_UNKNOWN % {"brokers": ", ".join(unknown), "issue": defect.issue, "defect": defect.text}
             )
     return warnings
 
 
-# in English: the plan takes them translated (gettext) in the language of who asked for it
+# in English, as the warnings above
 IN_FLIGHT_NOTE = gettext_noop(
     "POP group: messages popped before the reset and not yet acknowledged (in flight) are delivered again "
     "when their invisible time ends, whatever the new offsets."
@@ -89,3 +96,5 @@ UNDO_NOTE = gettext_noop(
     "Undo of a POP group's reset: the popped offsets go back to where the reset found them; messages that "
     "were in flight at the time of the reset come back after their invisible time."
 )
+
+WARNING_FORMATS = (KNOWN_DEFECT, VERSION_UNKNOWN, IN_FLIGHT_NOTE, UNDO_NOTE, *(d.text for d in DEFECTS))

@@ -147,7 +147,7 @@ async def _pop_checks(
             versions[name] = (await client.topology.broker_runtime_info(masters[name])).version
         except (RocketMQError, KeyError):
             versions[name] = ""
-    warnings = [_(IN_FLIGHT_NOTE), *pop_reset_warnings(versions, fifo=fifo is not False)]
+    warnings = [IN_FLIGHT_NOTE, *pop_reset_warnings(versions, fifo=fifo is not False)]
     return True, fifo, warnings, affecting(versions, fifo=fifo is not False)
 
 

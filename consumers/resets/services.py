@@ -66,7 +66,7 @@ def request_reset(*, actor: Actor, cluster: Cluster, group: str, params: dict, r
     require_reason(reason)
     plan = preview(cluster, group, params)
     if undo_of is not None and plan.get("pop"):
-        plan["warnings"] = [*plan.get("warnings", []), _(UNDO_NOTE)]
+        plan["warnings"] = [*plan.get("warnings", []), UNDO_NOTE]  # in English, as the plan's others
     request = workflow.submit(
         actor=actor,
         cluster=cluster,

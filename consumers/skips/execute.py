@@ -25,6 +25,7 @@ def before_reset(request: ChangeRequest, result: dict, save) -> None:
     if not pending:
         return
     # a run before this one may have sent copies it did not live to record: look for those first
+    _ = request.requested_by  # loaded here: the copies name it, and the loop below may not query the database
     check = bool(result.get("copying"))
     result["copying"] = True
     save()
