@@ -170,7 +170,11 @@ def lag_figure(days: list[dt.date], rows: dict, *, seconds: bool, slo: float | N
         slo_text = _("SLO %(seconds)s s") % {"seconds": f"{slo:g}"}
         figure.add_hline(y=slo, line_dash="dot", line_color="#b71c1c", annotation_text=slo_text)
     notes = _notes_and_shading(figure, days, {d: _value(rows.get(d), "coverage") for d in days})
-    _layout(figure, _("Daily lag (%(unit)s): p50, p95, max") % {"unit": unit}, notes, y_title=unit)
+    if days and isinstance(days[0], dt.datetime):  # an hourly report's
+        title = _("Hourly lag (%(unit)s): p50, p95, max") % {"unit": unit}
+    else:
+        title = _("Daily lag (%(unit)s): p50, p95, max") % {"unit": unit}
+    _layout(figure, title, notes, y_title=unit)
     return _as_json(figure, days, rows)
 
 
