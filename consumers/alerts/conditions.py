@@ -13,12 +13,40 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_noop
+
 from ..live.documents import ClusterMeta, GroupDocument
 from ..live.health import Sample
 
 GROUP, BROKER, CLUSTER = "group", "broker", "cluster"
 # the shortest stretch of polls a dead-letter rate is computed over
 MIN_RATE_SPAN_SECONDS = 60.0
+
+# Evidence is kept in English (the alert, the webhook's JSON, the API); a notification in another
+# language shows it translated (channels.evidence_text, languages/evidence.py), matched against
+# these formats: the first that matches, so the more particular of two alike comes first.
+POLL_FAILED = gettext_noop("the poll failed: %(error)s")
+CLUSTER_POLL_WHY = gettext_noop("the cluster's last poll is %(status)s: %(why)s")
+CLUSTER_POLL = gettext_noop("the cluster's last poll is %(status)s")
+GROUPS_INCOMPLETE = gettext_noop("%(count)s group(s) incomplete")
+BROKER_GONE = gettext_noop("broker %(broker)s is no longer known")
+BROKER_AT_ERROR = gettext_noop("broker %(broker)s (%(address)s) is %(state)s: %(error)s")
+BROKER_AT = gettext_noop("broker %(broker)s (%(address)s) is %(state)s")
+BROKER_IS = gettext_noop("broker %(broker)s is %(state)s")
+NO_LONGER_MATCHES = gettext_noop("group %(group)s no longer matches the rule's groups (%(pattern)s)")
+NO_LONGER_LISTED = gettext_noop("group %(group)s is no longer listed by the cluster")
+HEALTH_WITH = gettext_noop("health is %(state)s: %(finding)s")
+HEALTH_IS = gettext_noop("health is %(state)s")
+LAG_UNMEASURED = gettext_noop("lag in seconds is not measured now (threshold %(threshold)s s)")
+LAG_UNDER = gettext_noop("lag is %(seconds)s s (threshold %(threshold)s s)")
+LAG_ABOVE = gettext_noop("lag is %(seconds)s s, above %(threshold)s s (lag %(lag)s messages)")
+DLQ_UNDER = gettext_noop("dead letters arrive at or under %(threshold)s per hour")
+DLQ_ABOVE = gettext_noop("%(arrivals)s dead letters in the last %(span)s s: %(rate)s per hour, above %(threshold)s")
+EVIDENCE_FORMATS = (
+    POLL_FAILED, CLUSTER_POLL_WHY, CLUSTER_POLL, GROUPS_INCOMPLETE, BROKER_GONE, BROKER_AT_ERROR, BROKER_AT,
+    BROKER_IS, NO_LONGER_MATCHES, NO_LONGER_LISTED, HEALTH_WITH, HEALTH_IS, LAG_UNMEASURED, LAG_UNDER, LAG_ABOVE,
+    DLQ_UNDER, DLQ_ABOVE,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,7 +90,7 @@ def judge(
     if spec.scope == CLUSTER:
         return _cluster(meta)
     if documents is None:  # the poll failed: brokers and groups are unknown, not gone
-        return Judgement(all_unknown=f"the poll failed: {meta.error}")
+        return Judgement(all_unknown=POLL_FAILED % {"error": meta.error})
     if spec.scope == BROKER:
         return _brokers(meta)
     verdict = Judgement()
@@ -82,25 +110,26 @@ def judge(
 def clear_evidence(spec: Spec, subject: str, meta: ClusterMeta, documents: dict[str, GroupDocument] | None) -> str:
     """Why an open alert ends: said only for the few alerts that do, not for every subject."""
     if spec.scope == CLUSTER:
-        return f"the cluster's last poll is {meta.status}"
+        return CLUSTER_POLL % {"status": meta.status}
     if spec.scope == BROKER:
         broker = next((b for b in meta.brokers if b.name == subject), None)
-        return f"broker {subject} is {broker.state}" if broker else f"broker {subject} is no longer known"
+        return BROKER_IS % {"broker": subject, "state": broker.state} if broker else BROKER_GONE % {"broker": subject}
     match = spec.matcher()
     if match is not None and not match(subject):
-        return f"group {subject} no longer matches the rule's groups ({spec.group_pattern})"
+        return NO_LONGER_MATCHES % {"group": subject, "pattern": spec.group_pattern}
     doc = (documents or {}).get(subject)
     if doc is None:
-        return f"group {subject} is no longer listed by the cluster"
+        return NO_LONGER_LISTED % {"group": subject}
     health = doc.health or {}
     if spec.condition == "state":
         first = (health.get("findings") or [{}])[0].get("evidence", "")
-        return f"health is {health.get('state')}: {first}".rstrip(": ")
+        state = health.get("state")
+        return HEALTH_WITH % {"state": state, "finding": first} if first else HEALTH_IS % {"state": state}
     if spec.condition == "lag_seconds":
         if doc.lag_seconds is None:
-            return f"lag in seconds is not measured now (threshold {spec.threshold:g} s)"
-        return f"lag is {doc.lag_seconds:.0f} s (threshold {spec.threshold:g} s)"
-    return f"dead letters arrive at or under {spec.threshold:g} per hour"
+            return LAG_UNMEASURED % {"threshold": f"{spec.threshold:g}"}
+        return LAG_UNDER % {"seconds": f"{doc.lag_seconds:.0f}", "threshold": f"{spec.threshold:g}"}
+    return DLQ_UNDER % {"threshold": f"{spec.threshold:g}"}
 
 
 def _in_scope(spec: Spec, documents: dict[str, GroupDocument]) -> Iterable[tuple[str, GroupDocument]]:
@@ -123,7 +152,8 @@ def _lag_seconds(spec: Spec, doc: GroupDocument, samples) -> Observation | bool 
     if doc.lag_seconds is None:
         return None
     if doc.lag_seconds > spec.threshold:
-        return Observation(f"lag is {doc.lag_seconds:.0f} s, above {spec.threshold:g} s (lag {doc.lag} messages)")
+        values = {"seconds": f"{doc.lag_seconds:.0f}", "threshold": f"{spec.threshold:g}", "lag": doc.lag}
+        return Observation(LAG_ABOVE % values)
     return False
 
 
@@ -136,8 +166,9 @@ def _dlq_rate(spec: Spec, doc: GroupDocument, samples: list[Sample] | None) -> O
     arrivals = sum(max(0, b[1] - a[1]) for a, b in zip(points, points[1:], strict=False))
     rate = arrivals / span * 3600
     if rate > spec.threshold:
-        return Observation(f"{arrivals} dead letters in the last {span:.0f} s: {rate:.0f} per hour, "
-                           f"above {spec.threshold:g}")  # fmt: skip
+        values = {"arrivals": arrivals, "span": f"{span:.0f}", "rate": f"{rate:.0f}"}
+        values["threshold"] = f"{spec.threshold:g}"
+        return Observation(DLQ_ABOVE % values)
     return False
 
 
@@ -147,11 +178,11 @@ _GROUP_CHECKS = {"state": _state, "lag_seconds": _lag_seconds, "dlq_rate": _dlq_
 def _cluster(meta: ClusterMeta) -> Judgement:
     if meta.status in ("degraded", "failed"):
         why = meta.error or "; ".join(f"{p['target']}: {p['error']}" for p in meta.problems[:3])
-        parts = [f"the cluster's last poll is {meta.status}"]
+        parts = [CLUSTER_POLL % {"status": meta.status}]
         if why:
             parts.append(why)
         if meta.groups_incomplete:
-            parts.append(f"{meta.groups_incomplete} group(s) incomplete")
+            parts.append(GROUPS_INCOMPLETE % {"count": meta.groups_incomplete})
         return Judgement(holds={"": Observation(": ".join(parts[:2]) + "; ".join([""] + parts[2:]))})
     return Judgement()
 
@@ -160,10 +191,8 @@ def _brokers(meta: ClusterMeta) -> Judgement:
     verdict = Judgement()
     for broker in meta.brokers:
         if broker.state in ("missing", "failing"):
-            verdict.holds[broker.name] = Observation(
-                f"broker {broker.name} ({broker.address}) is {broker.state}"
-                + (f": {broker.error}" if broker.error else "")
-            )
+            values = {"broker": broker.name, "address": broker.address, "state": broker.state, "error": broker.error}
+            verdict.holds[broker.name] = Observation((BROKER_AT_ERROR if broker.error else BROKER_AT) % values)
         elif broker.state == "unknown":
             verdict.unknown.add(broker.name)
     return verdict

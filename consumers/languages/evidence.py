@@ -1,4 +1,5 @@
-"""Health evidence, allocation diagnostics and reset plans' warnings in the reader's language.
+"""Health evidence, allocation diagnostics, reset plans' warnings and alerts' evidence in the
+reader's language.
 
 A poll writes each finding's evidence and each diagnostic once, in English, into the group's
 snapshot document: the API's `evidence` and `message` fields and the alerts keep them so. A page
@@ -29,12 +30,13 @@ def _pattern(fmt: str) -> re.Pattern:
 
 @functools.cache
 def _formats() -> tuple[tuple[str, re.Pattern], ...]:
+    from ..alerts.conditions import EVIDENCE_FORMATS as ALERT_FORMATS
     from ..live.diagnostics import DIAGNOSTIC_FORMATS
     from ..live.health import EVIDENCE_FORMATS
     from ..live.selectors import STALE_DATA
     from ..resets.defects import WARNING_FORMATS
 
-    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *WARNING_FORMATS)
+    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *WARNING_FORMATS, *ALERT_FORMATS)
     return tuple((fmt, _pattern(fmt)) for fmt in formats)
 
 

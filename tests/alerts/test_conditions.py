@@ -96,3 +96,30 @@ def test_a_failed_poll_tells_nothing_of_groups_but_is_itself_a_degraded_cluster(
     verdict = judge(Spec("cluster_degraded"), failed, None)
     assert verdict.holds[""].evidence == "the cluster's last poll is failed: ConnectError: name server refused"
     assert judge(Spec("cluster_degraded"), meta("ok"), {}).holds == {}
+
+
+def test_evidence_kept_in_english_reads_in_the_recipients_language():
+    """Every kind of evidence, not only health findings: notifications in Chinese had English
+    sentences for lag, dead-letter rates, brokers and clusters."""
+    from django.utils import translation
+    from django.utils.translation import gettext
+
+    from consumers.alerts import conditions as c
+    from consumers.alerts.channels import evidence_text
+
+    cases = [
+        (c.LAG_ABOVE, {"seconds": "90", "threshold": "60", "lag": 12}),
+        (c.DLQ_ABOVE, {"arrivals": 7, "span": "120", "rate": "210", "threshold": "100"}),
+        (c.BROKER_GONE, {"broker": "broker-b"}),  # not "broker-b is <no longer known>"
+        (c.BROKER_AT_ERROR, {"broker": "broker-b", "address": "127.0.0.1:10911", "state": "failing", "error": "x"}),
+        (c.BROKER_AT, {"broker": "broker-b", "address": "127.0.0.1:10911", "state": "missing"}),
+        (c.NO_LONGER_LISTED, {"group": "orders"}),
+    ]
+    with translation.override("zh-hans"):
+        for fmt, values in cases:
+            assert evidence_text(fmt % values) == gettext(fmt) % values != fmt % values, fmt
+        nested = evidence_text(c.HEALTH_WITH % {"state": "STOPPED", "finding": "no client is online and lag is 40"})
+        assert (
+            nested.startswith(gettext("health is %(state)s: %(finding)s").split("%")[0]) and "no client" not in nested
+        )
+    assert evidence_text(c.LAG_ABOVE % cases[0][1]) == c.LAG_ABOVE % cases[0][1]
