@@ -49,10 +49,11 @@ async def _copy(client: AdminClient, request: ChangeRequest, offsets: list[int],
             copied[str(offset)] = copy.unique_key  # sent before the take-over
             continue
         outgoing.append((offset, copy))
+    if not outgoing:
+        return
     failed = []
-    for (offset, copy), sent in zip(
-        outgoing, await client.actions.send_messages([c for _, c in outgoing]), strict=True
-    ):
+    answers = await client.actions.send_messages([copy for _offset, copy in outgoing])
+    for (offset, copy), sent in zip(outgoing, answers, strict=True):
         if isinstance(sent, RocketMQError):
             failed.append(f"{offset}: {sent}")
         else:
