@@ -26,8 +26,10 @@ API_PARAMS = Obj(
 )
 
 
-def _execute(request_id: int) -> str:
-    ended = execute_reset(request_id)
+def run(request_id: int, *, before=None) -> str:
+    """execute_change's body for a reset, and for kinds that run as one (a message skip, with
+    its own `before` step: resets.execute)."""
+    ended = execute_reset(request_id, before=before)
     if ended is None:
         return "another worker has it"
     notify.decided(ended)
@@ -41,7 +43,8 @@ def _refresh(request: ChangeRequest, *, actor, reason: str = "") -> ChangeReques
         raise ChangeRefused(str(exc)) from exc
 
 
-def _undo(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:
+def undo(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:
+    """The undo action of a reset, and of any kind whose run records what a reset's does."""
     try:
         return services.undo(request, actor=actor, reason=reason or f"undo of #{request.pk}")
     except InvalidReset as exc:
@@ -58,10 +61,10 @@ def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> Cha
 RESET = kinds.register(
     kinds.ChangeKind(
         name=ChangeRequest.Kind.RESET,
-        execute=_execute,
+        execute=run,
         moved_since=services.moved_since,
         effect_changed=services.effect_changed,
-        actions={"refresh": _refresh, "undo": _undo},
+        actions={"refresh": _refresh, "undo": undo},
         api_params=API_PARAMS,
         api_create=_api_create,
         api_default=True,
@@ -70,7 +73,7 @@ RESET = kinds.register(
 )
 
 
-def _requeue(request_id: int) -> None:
+def requeue(request_id: int) -> None:
     from ..changes.tasks import execute_change
 
     execute_change.delay(request_id)
@@ -78,4 +81,4 @@ def _requeue(request_id: int) -> None:
 
 # a reset whose worker went silent is taken over by the next execute_change (only resets beat:
 # an approved redrive's request is carried by its job's heartbeat)
-claims.register(ChangeRequest, running=State.RUNNING, requeue=_requeue, only={"kind": ChangeRequest.Kind.RESET})
+claims.register(ChangeRequest, running=State.RUNNING, requeue=requeue, only={"kind": ChangeRequest.Kind.RESET})

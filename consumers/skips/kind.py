@@ -4,23 +4,17 @@ first (skips.execute: still pinned, the copies in the DLQ)."""
 
 from __future__ import annotations
 
+import functools
+
 from .. import claims
-from ..changes import kinds, notify, workflow
+from ..changes import kinds, workflow
 from ..changes.models import ChangeRequest, State
 from ..core import ChangeRefused
+from ..resets import kind as reset_kind
 from ..resets import services as resets
-from ..resets.execute import execute_reset
 from ..resets.strategies import InvalidReset
 from . import services
 from .execute import before_reset
-
-
-def _execute(request_id: int) -> str:
-    ended = execute_reset(request_id, before=before_reset)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
 
 
 def _refresh(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:
@@ -31,13 +25,6 @@ def _refresh(request: ChangeRequest, *, actor, reason: str = "") -> ChangeReques
     except InvalidReset as exc:
         raise ChangeRefused(str(exc)) from exc
     return workflow.replan(request, actor=actor, plan=found)
-
-
-def _undo(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:
-    try:
-        return resets.undo(request, actor=actor, reason=reason or f"undo of #{request.pk}")
-    except InvalidReset as exc:
-        raise ChangeRefused(str(exc)) from exc
 
 
 def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:
@@ -52,10 +39,10 @@ def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> Cha
 SKIP = kinds.register(
     kinds.ChangeKind(
         name=ChangeRequest.Kind.SKIP,
-        execute=_execute,
+        execute=functools.partial(reset_kind.run, before=before_reset),
         moved_since=resets.moved_since,
         effect_changed=services.still_pinned,
-        actions={"refresh": _refresh, "undo": _undo},
+        actions={"refresh": _refresh, "undo": reset_kind.undo},
         api_params=services.API_PARAMS,
         api_create=_api_create,
         detail_template="skips/_skipped.html",
@@ -63,11 +50,7 @@ SKIP = kinds.register(
 )
 
 
-def _requeue(request_id: int) -> None:
-    from ..changes.tasks import execute_change
-
-    execute_change.delay(request_id)
-
-
 # a skip whose worker went silent is taken over like a reset (its copies are looked for first)
-claims.register(ChangeRequest, running=State.RUNNING, requeue=_requeue, only={"kind": ChangeRequest.Kind.SKIP})
+claims.register(
+    ChangeRequest, running=State.RUNNING, requeue=reset_kind.requeue, only={"kind": ChangeRequest.Kind.SKIP}
+)
