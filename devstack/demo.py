@@ -248,7 +248,11 @@ class Demo:
             "keycloak": self.keycloak.issuer if self.keycloak else None,
             "children": {p.name: p.pid for p in self._all_processes()},
         }
-        state_file().write_text(json.dumps(state, indent=2))
+        # whole or not at all: `--stop` and the tests read it while a restart rewrites it
+        path = state_file()
+        partial = path.with_suffix(".json.partial")
+        partial.write_text(json.dumps(state, indent=2))
+        os.replace(partial, path)
 
     def _all_processes(self) -> list[ManagedProcess]:
         found = list(self.processes)

@@ -167,9 +167,17 @@ def test_cluster_days_and_top_lists(computed):
     assert sorted((r["group"], r["consumed"]) for r in summary["group_daily"]) == [("g1", 28), ("g2", 10)]
 
 
+def current_schema_only(history: Path) -> None:
+    """How a rerun writes its output does not depend on the schema the history was written in:
+    such tests run over the current one (each Spark job here costs ~10-20 s of CI time)."""
+    if (history.parent / "variant").read_text() != "schema 3":
+        pytest.skip("output writing: checked over the current history schema")
+
+
 def test_rerun_gives_equal_rows_and_keeps_other_days(spark, computed, store_paths):
     output, _ = computed
     history, _ = store_paths
+    current_schema_only(history)
     before = {t: rows(output, t) for t in job.SUMMARY_TABLES + ("topic_hourly", "top_groups")}
     job.run(spark, params(history, output))
     after = {t: rows(output, t) for t in before}
@@ -191,6 +199,7 @@ def files(root: Path) -> dict[str, str]:
 
 def test_a_rerun_without_history_changes_nothing(spark, store_paths, tmp_path):
     history, _ = store_paths
+    current_schema_only(history)
     output = tmp_path / "stats"
     job.run(spark, params(history, output))
     before = files(output)
