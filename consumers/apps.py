@@ -27,6 +27,7 @@ class ConsumersConfig(AppConfig):
         from .identity import audit_lockout, reset_own_failures
         from .resets import kind as reset_kind  # noqa: F401
         from .skips import kind as skip_kind  # noqa: F401
+        from .subscriptions import kind as config_kind  # noqa: F401
 
         user_locked_out.connect(audit_lockout, dispatch_uid="consumers.identity.lockout.audit")
         user_logged_in.connect(reset_own_failures, dispatch_uid="consumers.identity.lockout.reset")

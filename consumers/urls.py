@@ -17,6 +17,7 @@ from .reports import views as reports
 from .resets import views as resets
 from .skips import views as skips
 from .stats import views as stats
+from .subscriptions import views as subscriptions
 
 app_name = "consumers"
 # where a message is: what the message pages and their API are addressed by
@@ -37,6 +38,8 @@ urlpatterns = [
     path("groups/<slug:cluster>/<str:group>/reset/request/", resets.reset_create, name="reset-create"),
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/", skips.skip_form, name="skip-form"),
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/request/", skips.skip_create, name="skip-create"),
+    path("groups/<slug:cluster>/<str:group>/config/", subscriptions.config_page, name="config-page"),
+    path("groups/<slug:cluster>/<str:group>/config/request/", subscriptions.config_create, name="config-create"),
     path("changes/", changes.change_list, name="change-list"),
     path("changes/<int:pk>/", changes.change_detail, name="change-detail"),
     path("changes/<int:pk>/decide/", changes.change_action, name="change-action"),

@@ -414,6 +414,9 @@ CHANGE_EFFECT_TOLERANCE_PERCENT = env_int("CHANGE_EFFECT_TOLERANCE_PERCENT", 10)
 CHANGE_EFFECT_TOLERANCE_MESSAGES = env_int("CHANGE_EFFECT_TOLERANCE_MESSAGES", 100)
 # Development only: lets the requester approve their own request (a warning banner shows it).
 CHANGES_SINGLE_PERSON_MODE = env_bool("CHANGES_SINGLE_PERSON_MODE", False)
+# an operator may pause a group's consumption alone (no second approver), audited as an
+# emergency; resuming and every other config change still take four eyes
+CHANGES_EMERGENCY_PAUSE = env_bool("CHANGES_EMERGENCY_PAUSE", False)
 # A running change whose worker has not reported for this long is taken over by another.
 CHANGE_RUN_STALE_SECONDS = env_int("CHANGE_RUN_STALE_SECONDS", 120)
 CHANGE_RUN_TIME_LIMIT = env_int("CHANGE_RUN_TIME_LIMIT", 600)

@@ -35,6 +35,7 @@ class ChangeRequest(models.Model):
         RESET = "reset", _("offset reset")
         REDRIVE = "redrive", _("DLQ redrive")
         SKIP = "skip", _("message skip")
+        CONFIG = "config", _("subscription config change")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

@@ -12,6 +12,20 @@ from . import kinds, notify, workflow
 from .models import ChangeRequest, State
 
 
+def approve_alone(request: ChangeRequest, *, actor: Actor, because: str) -> ChangeRequest:
+    """Approved by its own author, for the one reason its kind allows (workflow.approve_alone),
+    and queued to run."""
+    return _queued(workflow.approve_alone(request, actor=actor, because=because))
+
+
+def _queued(approved: ChangeRequest) -> ChangeRequest:
+    notify.decided(approved)
+    from .tasks import execute_change
+
+    transaction.on_commit(lambda: execute_change.delay(approved.pk))
+    return approved
+
+
 def decide(
     request: ChangeRequest, action: str, *, actor: Actor, reason: str = "", accept_unreadable: bool = False
 ) -> ChangeRequest:
@@ -20,11 +34,7 @@ def decide(
         approved = workflow.approve(request, actor=actor, accept_unreadable=accept_unreadable)
         if approved.state != State.APPROVED:
             return approved  # one team's part: it waits for the others' approvers, and nothing runs
-        notify.decided(approved)
-        from .tasks import execute_change
-
-        transaction.on_commit(lambda: execute_change.delay(approved.pk))
-        return approved
+        return _queued(approved)
     if action == "reject":
         rejected = workflow.reject(request, actor=actor, reason=reason)
         notify.decided(rejected)

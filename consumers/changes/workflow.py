@@ -163,6 +163,18 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     return moved
 
 
+def approve_alone(request: ChangeRequest, *, actor: Actor, because: str) -> ChangeRequest:
+    """Approve a request without a second person, for the one reason its kind allows (a site
+    setting, off by default: an emergency pause). Audited as such, with the reason, and queued
+    to run like any approved request (changes.services.approve_alone queues it)."""
+    approved = transition(request, {State.PENDING}, State.APPROVED, actor=actor, action="approve-alone",
+                          details={"because": because, "single_person": True}, decided_by=actor.user,
+                          decided_at=timezone.now())  # fmt: skip
+    if approved is None:
+        raise ChangeRefused(_not_pending(request), 409)
+    return approved
+
+
 def touched_groups(request: ChangeRequest) -> list[str]:
     """The groups of its cluster a request changes or reads, each needing its approver."""
     return list(dict.fromkeys([request.group, *kinds.of(request).reads(request)]))

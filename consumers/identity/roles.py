@@ -151,6 +151,8 @@ ACCESS: dict[str, Rule] = {
     "reset-create": Rule(get=None, post=REQUEST),
     "skip-form": Rule(sees=BODY_RULE),
     "skip-create": Rule(get=None, post=REQUEST),
+    "config-page": Rule(sees="the change, pause and resume forms: operator and admin"),
+    "config-create": Rule(get=None, post=REQUEST),
     "change-list": Rule(),
     "change-detail": Rule(sees="approve/reject: approvers other than the author; cancel: the author"),
     "change-action": Rule(

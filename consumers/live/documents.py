@@ -77,6 +77,8 @@ class GroupDocument:
     in_flight_note: str | None = None
     # its subscription group says consumeMessageOrderly (FIFO for POP consumers); None: unknown
     fifo: bool | None = None
+    # brokers whose config says consumeEnable false: they refuse the group's pulls (paused)
+    paused_on: list[str] | None = None
     # POP groups: what `lag_seconds` measures (only messages nobody has taken yet)
     lag_seconds_measures: str | None = None
     topics: list[str] = field(default_factory=list)
@@ -268,6 +270,7 @@ def build_document(
         consumption=kind,
         **_in_flight(progress, kind, in_flight, in_flight_note, pops),
         fifo=progress.fifo,
+        paused_on=progress.paused_on,
         lag_seconds_measures=POP_LAG_SECONDS if kind in POP_KINDS else None,
         topics=progress.topics or subscribed or getattr(previous_of(), "topics", None) or [],
         topic_lags={} if broadcast else _topic_lags(queues),

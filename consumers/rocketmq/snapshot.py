@@ -104,6 +104,9 @@ class GroupProgress:
     # its subscription group says consumeMessageOrderly: POP consumers (gRPC FIFO) get each
     # queue's messages in order, one message group at a time. None: the configs were not read
     fifo: bool | None = None
+    # the brokers whose subscription config says consumeEnable false (paused: they refuse its
+    # pulls and pops). None: the configs were not read
+    paused_on: list[str] | None = None
     # topics this group consumes with POP by the brokers' request modes (mqadmin setConsumeMode)
     pop_topics: list[str] = field(default_factory=list)
 
@@ -203,8 +206,13 @@ async def cluster_snapshot(
 
     names: set[str] = set(groups or [])
     fifo: set[str] = set()
+    paused: dict[str, list[str]] = {}
     pop: dict[str, set[str]] = {}
-    for configs, modes in await asyncio.gather(*(probe(s) for s in brokers.values())):
+    answers = await asyncio.gather(*(probe(s) for s in brokers.values()))
+    for status, (configs, modes) in zip(brokers.values(), answers, strict=True):
+        for group, config in configs.items():
+            if not config.consume_enable:
+                paused.setdefault(group, []).append(status.name)
         names.update(g for g in configs if include_system_groups or not is_system_group(g))
         fifo.update(g for g, config in configs.items() if config.consume_message_orderly)
         for group, topics in modes.items():
@@ -225,6 +233,7 @@ async def cluster_snapshot(
     if groups is None and len(unreadable) < len(brokers):  # some broker's configs were read
         for name, group in progress.items():
             group.fifo = name in fifo
+            group.paused_on = sorted(paused.get(name, ()))
             group.pop_topics = sorted(pop.get(name, ()))
     return ClusterSnapshot(
         fetched_at=fetched_at,

@@ -169,3 +169,9 @@ def plotly_locale():
 
     locale = locale_of()
     return json_script(locale, "plotly-locale") if locale else ""
+
+
+@register.filter
+def item(mapping, key):
+    """mapping[key], None when absent (a key that is a variable, which the dot syntax cannot take)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None

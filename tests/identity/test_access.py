@@ -31,6 +31,7 @@ PLAN = {"rows": [], "totals": {}, "warnings": [], "online": False}
 POST_DATA = {
     "reset-create": {"strategy": "earliest", "reason": "replay"},
     "skip-create": {"count": "1", "copy_to_dlq": "on", "reason": "poison"},
+    "config-create": {"retryMaxTimes": "3", "reason": "fewer retries"},
     "change-action": {"action": "approve"},
     "dlq-redrive": {"target": "group", "rate": "10"},
     "dlq-make-readable": {},

@@ -1,0 +1,125 @@
+"""Carry out an approved subscription config change once, then read it back.
+
+Claimed like every change (approved -> running with the run's token; a silent worker's run is
+taken over: consumers/claims.py). The values each broker had are recorded for every broker
+before the first write, and a take-over keeps that first reading, so an undo restores what was
+there before the change, never the change itself. Writing a config is idempotent: a broker
+written but not recorded before a crash is written again with the same values.
+
+Each write is a read-modify-write of that broker's whole config: the fields the console does
+not know keep the values that broker has. Brokers are written one by one; one that cannot be
+reached is named and the others go on (partial).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import audit, claims
+from ..changes.models import ChangeRequest, State
+from ..changes.workflow import SYSTEM, transition
+from ..clusters.connect import run_on_cluster
+from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq.models import SubscriptionGroupConfig
+from .services import read_configs
+
+
+def execute_config(request_id: int) -> ChangeRequest | None:
+    """Run the request if approved, or take it over if its worker died; None: another has it."""
+    request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    claimed = transition(request, {State.APPROVED}, State.RUNNING, actor=SYSTEM, action="run", run_token=token,
+                         started_at=now, heartbeat_at=now)  # fmt: skip
+    if claimed is not None:
+        return _run(claimed, token)
+    with transaction.atomic():
+        token = claims.take_over(ChangeRequest, request.pk, running=State.RUNNING, from_token=request.run_token)
+        if token is None:
+            return None
+        before = sorted(request.result.get("applied", {}))
+        audit.record("resume", username="system", cluster=request.cluster.name, group=request.group,
+                     change_request=request, details={"applied_before": before})  # fmt: skip
+    return _run(ChangeRequest.objects.select_related("cluster").get(pk=request.pk), token)
+
+
+def _run(request: ChangeRequest, token: str) -> ChangeRequest:
+    result = dict(request.result)
+    result.setdefault("replaced", {})
+    result.setdefault("applied", {})
+    result.setdefault("failed", {})
+    rows = request.plan["brokers"]
+    try:
+        brokers = run_on_cluster(request.cluster, lambda c: read_configs(c, request.group))
+        for row in rows:
+            found = brokers.get(row["broker"]) or {"error": "not a master broker of the cluster any more"}
+            if row["broker"] in result["replaced"] or row["broker"] in result["failed"]:
+                continue
+            if "error" in found or found["config"] is None:
+                result["failed"][row["broker"]] = found.get("error") or "the group's config is gone from this broker"
+            else:
+                result["replaced"][row["broker"]] = {k: found["config"].get(k) for k in row["after"]}
+        _save(request, token, result)  # what each broker had, before anything is written
+        pending = [r for r in rows if r["broker"] in result["replaced"] and r["broker"] not in result["applied"]]
+        for row in pending:
+            error = run_on_cluster(request.cluster, lambda c, row=row: _write(c, request.group, row), mutation=True)
+            if error is None:
+                result["applied"][row["broker"]] = row["after"]
+            else:
+                result["failed"][row["broker"]] = error
+            _save(request, token, result)
+        back = run_on_cluster(request.cluster, lambda c: read_configs(c, request.group))
+        applied = [row for row in rows if row["broker"] in result["applied"]]
+        result["read_back"] = {row["broker"]: _check(row, back.get(row["broker"]) or {}) for row in applied}
+    except RocketMQError as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return _finish(request, token, rows, result)
+
+
+async def _write(client: AdminClient, group: str, row: dict) -> str | None:
+    try:
+        current = (await client.topology.subscription_groups(row["address"])).get(group)
+        if current is None:
+            return "the group's config is gone from this broker"
+        config = SubscriptionGroupConfig.from_wire({**current.raw, **row["after"]})
+        await client.actions.create_or_update_subscription_group(config, [row["address"]])
+    except RocketMQError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _check(row: dict, found: dict) -> dict:
+    config = found.get("config")
+    if config is None:
+        return {"ok": False, "values": None, "note": found.get("error") or "the group's config is gone"}
+    values = {k: config.get(k) for k in row["after"]}
+    ok = values == row["after"]
+    return {"ok": ok, "values": values, "note": "holds the new values" if ok else "holds other values"}
+
+
+def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) -> ChangeRequest:
+    result["untouched"] = request.plan.get("unreadable") or []
+    verified = [b for b, check in result.get("read_back", {}).items() if check["ok"]]
+    if not result["applied"]:
+        state = State.FAILED
+    elif len(verified) == len(rows) and not result["failed"] and not result["untouched"] and not result.get("error"):
+        state = State.DONE
+    else:
+        state = State.PARTIAL
+    summary = {"brokers": len(rows), "applied": sorted(result["applied"]), "verified": verified,
+               "failed": result["failed"], "untouched": [u["broker"] for u in result["untouched"]],
+               "before": result["replaced"], "after": result["applied"], "error": result.get("error")}  # fmt: skip
+    with transaction.atomic():
+        if ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
+            result=result, finished_at=timezone.now()
+        ):
+            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
+    return ChangeRequest.objects.get(pk=request.pk)
+
+
+def _save(request: ChangeRequest, token: str, result: dict) -> None:
+    if not claims.beat(ChangeRequest, request.pk, token, result=result):
+        raise RuntimeError(f"request #{request.pk} was taken over by another worker")

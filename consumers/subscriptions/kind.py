@@ -1,0 +1,63 @@
+"""Subscription config changes as a kind of change: what the workflow calls for one."""
+
+from __future__ import annotations
+
+from .. import claims
+from ..apischema import Bool, Int, Obj
+from ..changes import kinds, notify
+from ..changes.models import ChangeRequest, State
+from . import services
+from .execute import execute_config
+
+# the body of POST /api/changes/ for a config change: {"set": {field: value}, "emergency": bool}
+API_PARAMS = Obj(
+    {
+        "set": Obj(
+            {
+                "consumeEnable": Bool(),
+                "retryMaxTimes": Int(-1, 64),
+                "consumeMessageOrderly": Bool(),
+                "consumeBroadcastEnable": Bool(),
+            }
+        ),
+        "emergency": Bool(),
+    },
+    required=("set",),
+)
+
+
+def run(request_id: int) -> str:
+    ended = execute_config(request_id)
+    if ended is None:
+        return "another worker has it"
+    notify.decided(ended)
+    return ended.state
+
+
+def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:
+    values = {k: v for k, v in params["set"].items() if v is not None}
+    return services.request_change(actor=actor, cluster=cluster, group=group, values=values, reason=reason,
+                                   emergency=bool(params.get("emergency")))  # fmt: skip
+
+
+def requeue(request_id: int) -> None:
+    from ..changes.tasks import execute_change
+
+    execute_change.delay(request_id)
+
+
+CONFIG = kinds.register(
+    kinds.ChangeKind(
+        name=ChangeRequest.Kind.CONFIG,
+        execute=run,
+        moved_since=services.moved_since,
+        effect_changed=services.effect_changed,
+        actions={"refresh": services.refresh, "undo": services.undo},
+        api_params=API_PARAMS,
+        api_create=_api_create,
+        detail_template="subscriptions/_changed.html",
+    )
+)
+
+# a config change whose worker went silent is taken over by the next execute_change
+claims.register(ChangeRequest, running=State.RUNNING, requeue=requeue, only={"kind": ChangeRequest.Kind.CONFIG})

@@ -1,0 +1,61 @@
+"""A group's subscription config page (each broker's values, the fields they differ on) and the
+requests it makes: a change of fields, or a pause or resume of consumption."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+
+from ..core import Actor, ChangeRefused
+from ..identity import cluster_or_404, console_action, console_page, remote_addr
+from ..rocketmq import RocketMQError
+from . import services
+from .forms import ConfigForm, PauseForm
+
+
+def _page(request, cluster, group: str, *, form=None, pause=None, status=200, read=True):
+    """The page; `read=False` after a refusal or a failed request: the forms and what went wrong,
+    without reading the broker again (a refusal comes before any broker read)."""
+    context = {"cluster": cluster, "group": group, "nav": "groups", "form": form or ConfigForm(),
+               "pause": pause or PauseForm(), "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE}  # fmt: skip
+    if not read:
+        return render(request, "subscriptions/config.html", context, status=status)
+    try:
+        context["config"] = services.table(services.read(cluster, group))
+    except RocketMQError as exc:
+        context["error"] = _("the cluster could not be read: %(error)s") % {"error": f"{type(exc).__name__}: {exc}"}
+        status = max(status, 502)
+    return render(request, "subscriptions/config.html", context, status=status)
+
+
+@console_page
+def config_page(request, cluster: str, group: str):
+    return _page(request, cluster_or_404(request, cluster, group), group)
+
+
+@console_action
+def config_create(request, cluster: str, group: str):
+    found = cluster_or_404(request, cluster, group)
+    if "action" in request.POST:  # the pause or resume form
+        form, keyword = PauseForm(request.POST), "pause"
+    else:
+        form, keyword = ConfigForm(request.POST), "form"
+    if not form.is_valid():
+        return _page(request, found, group, **{keyword: form}, status=400, read=False)
+    data = form.cleaned_data
+    if keyword == "pause":
+        values = services.PAUSE if data["action"] == "pause" else services.RESUME
+    else:
+        values = form.values()
+    try:
+        change = services.request_change(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                         values=values, reason=data["reason"],
+                                         emergency=bool(data.get("emergency")))  # fmt: skip
+    except ChangeRefused as exc:
+        form.add_error(None, str(exc))
+        return _page(request, found, group, **{keyword: form}, status=exc.status, read=False)
+    except RocketMQError as exc:
+        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
+        return _page(request, found, group, **{keyword: form}, status=502, read=False)
+    return redirect("consumers:change-detail", change.pk)
