@@ -355,6 +355,9 @@ CELERY_BEAT_SCHEDULE = {
 # The cluster the demo (and a fresh install) starts with; more are added in the admin.
 ROCKETMQ_DEFAULT_CLUSTER_NAME = env_str("ROCKETMQ_CLUSTER_NAME", "local")
 ROCKETMQ_POLL_INTERVAL = env_int("ROCKETMQ_POLL_INTERVAL", 15)
+# where the clients write message traces (enableMsgTrace; a customized trace topic where they
+# name one): a message's track shows its trace from there. Empty: no trace is read
+ROCKETMQ_TRACE_TOPIC = env_str("ROCKETMQ_TRACE_TOPIC", "RMQ_SYS_TRACE_TOPIC")
 ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
 ROCKETMQ_CONNECT_TIMEOUT = float(env_str("ROCKETMQ_CONNECT_TIMEOUT", "3"))
 # A poll of one cluster never takes longer than this; what it could not read is marked.

@@ -79,5 +79,6 @@ def track(request, cluster: str, topic: str, broker: str, queue_id: int, offset:
     except RocketMQError as exc:
         return json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
     groups = [{**dataclasses.asdict(g), "label": g.label} for g in tracking.groups]
+    trace = dataclasses.asdict(tracking.trace) if tracking.trace is not None else None
     return JsonResponse({"message": lookup.row(found), "groups": groups, "problems": tracking.problems,
-                         "read_at": tracking.read_at})  # fmt: skip
+                         "read_at": tracking.read_at, "trace": trace})  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from ..clusters.connect import run_on_cluster
@@ -92,9 +93,14 @@ def track_message(cluster: Cluster, found: Located, scope: Scope = EVERYTHING) -
     poll's view of each group and the console's redrives of its dead letters."""
     m = found.message
     hints = selectors.hints(get_redis(), cluster, m.topic, found.broker, m.queue_id)
-    tracking = run_on_cluster(cluster, lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list))
+    tracking = run_on_cluster(
+        cluster,
+        lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list, trace_topic=settings.ROCKETMQ_TRACE_TOPIC),
+    )
     if not scope.everything:
         tracking.groups = [g for g in tracking.groups if scope.sees_group(cluster.name, g.group)]
+        if tracking.trace is not None:
+            tracking.trace.consumed = [c for c in tracking.trace.consumed if scope.sees_group(cluster.name, c.group)]
     for group in tracking.groups:
         dead = [c for c in group.copies if c.kind == "dlq"]
         if not dead:

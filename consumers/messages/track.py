@@ -23,6 +23,8 @@ from ..rocketmq.models import ConsumerConnection, MessageQueue, is_system_group
 from ..rocketmq.ops.messages import Located
 from ..rocketmq.proxies import read_proxies
 from ..rocketmq.snapshot import RUNNING_INFO_TIMEOUT
+from .traces import Trace
+from .traces import read as read_trace
 from .verdicts import Copy, GroupTrack, Hint, Reading, judge
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # where a retry copy waits out its delay level
@@ -33,6 +35,7 @@ class Tracking:
     groups: list[GroupTrack]
     problems: list[str]  # what could not be read for every group (which groups consume, the delays)
     read_at: float
+    trace: Trace | None = None  # the clients' own trace of it (traces.py), when a trace topic is named
 
 
 def _error(exc: BaseException) -> str:
@@ -40,7 +43,12 @@ def _error(exc: BaseException) -> str:
 
 
 async def track(
-    client: AdminClient, found: Located, *, hints: dict[str, Hint] | None = None, proxies: list[str] = ()
+    client: AdminClient,
+    found: Located,
+    *,
+    hints: dict[str, Hint] | None = None,
+    proxies: list[str] = (),
+    trace_topic: str = "",
 ) -> Tracking:
     m = found.message
     mq = MessageQueue(m.topic, found.broker, m.queue_id)
@@ -69,7 +77,8 @@ async def track(
     await _ask_proxies(client, readings, list(proxies))
     await _copies(client, found, readings, problems)
     await _running_info(client, readings, address)
-    return Tracking([judge(r) for r in readings.values()], problems, read_at)
+    trace = await read_trace(client, m, trace_topic) if trace_topic else None
+    return Tracking([judge(r) for r in readings.values()], problems, read_at, trace)
 
 
 async def _groups(client: AdminClient, topic: str, hints: dict[str, Hint], problems: list[str]) -> list[str]:

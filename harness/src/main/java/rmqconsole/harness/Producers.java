@@ -41,8 +41,9 @@ final class Producers {
         double rate = cmd.getDoubleValue("rate");
         boolean quiet = cmd.getBooleanValue("quiet");
 
+        // trace: the client's message trace (enableMsgTrace), written to RMQ_SYS_TRACE_TOPIC
         DefaultMQProducer producer = new DefaultMQProducer(cmd.getString("group") == null
-            ? "harness-producer" : cmd.getString("group"));
+            ? "harness-producer" : cmd.getString("group"), cmd.getBooleanValue("trace"), null);
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("producer-" + id);
         producer.setClientIP("127.0.0.1");
@@ -120,6 +121,15 @@ final class Producers {
         } catch (Exception e) {
             Events.error(id, "produce failed after " + sent + " messages", e);
         } finally {
+            if (cmd.getBooleanValue("trace")) {
+                // the trace dispatcher sends its records asynchronously and the producer's
+                // shutdown drops sends still in flight: a long-lived producer never hits this
+                try {
+                    Thread.sleep(2000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             producer.shutdown();
         }
         JSONObject done = Events.event("produced", id);

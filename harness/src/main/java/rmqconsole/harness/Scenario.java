@@ -69,7 +69,8 @@ final class Scenario implements Worker {
         this.sleepMs = cmd.getLongValue("sleepMs");
         this.quiet = cmd.getBooleanValue("quiet");
 
-        consumer = new DefaultMQPushConsumer(cmd.getString("group"));
+        // trace: the client writes a trace of each consumption (enableMsgTrace)
+        consumer = new DefaultMQPushConsumer(cmd.getString("group"), cmd.getBooleanValue("trace"), null);
         consumer.setNamesrvAddr(namesrv);
         consumer.setClientIP("127.0.0.1");
         consumer.setInstanceName(cmd.getString("instanceName") == null ? id : cmd.getString("instanceName"));
