@@ -390,3 +390,65 @@ def test_the_other_main_actions_with_debug_on(
     assert errors == [] and approver_errors == []
     assert page.evaluate("window.__csp || []") == [] and approver.evaluate("window.__csp || []") == []
     approver.context.close()
+
+
+def test_an_operator_skips_a_message_then_pauses_the_group_and_an_approver_approves_each(
+    browser, page, live_server, polled, personas, mqadmin, namesrv, traffic, names, create_topic, monkeypatch, settings
+):  # fmt: skip
+    from consumers.changes import tasks
+    from consumers.changes.models import ChangeRequest
+    from tests.support.scenarios import offline_group
+
+    settings.RESET_VERIFY_SECONDS = 2  # nobody is online to set the offset back
+    topic, group = create_topic(names.topic("uiskip"), queues=1), names.group("uiskip")
+    sent = traffic.produce(topic, 8).sent
+    poison = next(m for m in sent if m.queue_offset == 1)
+    offline_group(
+        mqadmin, namesrv, group, {(topic, b, 0): 1 if b == poison.broker else 0 for b in ("broker-a", "broker-b")}
+    )
+    queued = []
+    monkeypatch.setattr(tasks.execute_change, "delay", queued.append)  # the test plays the worker
+    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    log_in(approver, live_server.url, "approver", "/changes/")
+
+    def approve_and_run(kind: str) -> None:
+        pk = ChangeRequest.objects.get(group=group, kind=kind).pk
+        approver.goto(f"{live_server.url}/changes/{pk}/")
+        approver.click("#approve")
+        approver.wait_for_selector("#change-state")
+        in_thread(tasks.execute_change.run, queued.pop())  # what the Celery worker does with the task
+        for _ in range(100):  # the status refreshes itself (htmx) until it is final
+            if approver.locator("#change-state").inner_text() == "done":
+                break
+            approver.wait_for_timeout(200)
+        assert approver.locator("#change-state").inner_text() == "done"
+
+    # the skip: the message with its body (an operator's), a reason, four eyes, a copy in the DLQ
+    log_in(page, live_server.url, "operator", f"/groups/local/{group}/skip/{topic}/{poison.broker}/0/1/")
+    assert page.locator("#msg-id").inner_text() == poison.msg_id and page.locator("#body-hidden").count() == 0
+    page.fill("#id_reason", "poison: order 4711")
+    page.click("#request-skip")
+    page.wait_for_selector("#change-state")
+    assert page.locator("#change-state").inner_text() == "pending"
+    approve_and_run("skip")
+    assert approver.locator("#copied").count() == 1
+    progress = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out)
+    assert {(r.broker, r.consumer_offset) for r in progress.rows if r.topic == topic} == {
+        (poison.broker, 2),
+        ("broker-b" if poison.broker == "broker-a" else "broker-a", 0),
+    }
+
+    # the pause: each broker's config side by side, the pause form, four eyes, then the banner
+    page.goto(f"{live_server.url}/groups/local/{group}/config/")
+    assert page.locator("#config-table thead th").count() == 4  # field, broker-a, broker-b, flag
+    assert page.locator("tr[data-field=consumeEnable] td[data-broker]").all_inner_texts() == ["true", "true"]
+    page.select_option("#id_pause-action", "pause")
+    page.fill("#id_pause-reason", "poison flood upstream")
+    page.click("#request-pause")
+    page.wait_for_selector("#change-state")
+    approve_and_run("config")
+    in_thread(poll_cluster, polled)
+    page.goto(f"{live_server.url}/groups/local/{group}/")
+    assert "broker-a, broker-b" in page.locator("#paused-banner").inner_text()
+    assert approver.evaluate("window.__csp || []") == [] and page.evaluate("window.__csp || []") == []
+    approver.context.close()

@@ -18,7 +18,7 @@ def _page(request, cluster, group: str, *, form=None, pause=None, status=200, re
     """The page; `read=False` after a refusal or a failed request: the forms and what went wrong,
     without reading the broker again (a refusal comes before any broker read)."""
     context = {"cluster": cluster, "group": group, "nav": "groups", "form": form or ConfigForm(),
-               "pause": pause or PauseForm(), "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE}  # fmt: skip
+               "pause": pause or PauseForm(prefix="pause"), "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE}  # fmt: skip
     if not read:
         return render(request, "subscriptions/config.html", context, status=status)
     try:
@@ -37,8 +37,8 @@ def config_page(request, cluster: str, group: str):
 @console_action
 def config_create(request, cluster: str, group: str):
     found = cluster_or_404(request, cluster, group)
-    if "action" in request.POST:  # the pause or resume form
-        form, keyword = PauseForm(request.POST), "pause"
+    if "pause-action" in request.POST:  # the pause or resume form (its fields prefixed: both ask why)
+        form, keyword = PauseForm(request.POST, prefix="pause"), "pause"
     else:
         form, keyword = ConfigForm(request.POST), "form"
     if not form.is_valid():

@@ -175,3 +175,11 @@ def plotly_locale():
 def item(mapping, key):
     """mapping[key], None when absent (a key that is a variable, which the dot syntax cannot take)."""
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def wire_value(value) -> str:
+    """A config value as the broker's JSON writes it (true/false, not Python's True/False)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "—" if value is None else str(value)
