@@ -513,3 +513,40 @@ def test_a_group_with_remoting_and_grpc_clients_lists_both_and_says_it_is_mixed(
     finally:
         classic.stop()
         grpc.stop()
+
+
+def test_a_message_tracked_through_a_grpc_group_that_acked_it_and_one_that_holds_it(
+    cluster, redis, proxy, mqadmin, traffic, names
+):
+    """Track for POP consumers: the brokers' pop positions (mqadmin consumerProgress) and the
+    clients' own counts are the oracle. A group that popped everything with nothing in flight at
+    the poll consumed it; one that holds it (popped, never acked) popped it, ack unknown."""
+    from consumers.messages import services
+
+    topic = grpc_topic(mqadmin, names.topic("grpc-track"))
+    acking = grpc_group(mqadmin, cluster.namesrv_addrs, names.group("grpc-ack"), topic)
+    holding = grpc_group(mqadmin, cluster.namesrv_addrs, names.group("grpc-hold"), topic)
+    sent = traffic.produce(topic, 6).sent
+    acks = traffic.grpc_consume(proxy.grpc_endpoint, acking, topic, kind="simple")
+    holds = traffic.grpc_consume(proxy.grpc_endpoint, holding, topic, kind="simple", mode="slow", ackEvery=1000,
+                                 invisibleSeconds=300)  # fmt: skip
+    acks.wait_counts(lambda c: c["acked"] >= 6, 90, "acked 6")
+    held = holds.wait_counts(lambda c: c["received"] >= 6, 90, "held 6")
+    assert held["acked"] == 0
+
+    def popped_all(group: str) -> bool:
+        rows = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group, "-t", topic).out).rows
+        return all(r.diff == 0 for r in rows if r.topic == topic)
+
+    for group in (acking, holding):  # the brokers' pop positions are past every message
+        wait(lambda group=group: popped_all(group), 30, f"{group} popped all")
+    assert poll_cluster(cluster).status == "ok"
+    message = sent[3]
+    found = services.message(cluster, topic, message.broker, message.queue_id, message.queue_offset)
+    verdicts = {g.group: g for g in services.track_message(cluster, found).groups}
+    assert verdicts[acking].verdict == "consumed" and "acknowledged" in verdicts[acking].why
+    assert verdicts[holding].verdict == "popped" and "in flight at the last poll" in verdicts[holding].why
+    rows = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", holding, "-t", topic).out).rows
+    committed = next(r.consumer_offset for r in rows if (r.topic, r.broker, r.queue_id) == (
+        topic, message.broker, message.queue_id))  # fmt: skip
+    assert verdicts[holding].committed == committed > message.queue_offset
