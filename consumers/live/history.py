@@ -86,6 +86,7 @@ class HistoryStore:
         recorded = self.record(cluster, poll_id, tables)
         if recorded is not None:
             self.write(cluster, poll_id, recorded)
+            self.state.confirm(cluster, poll_id)
 
     def record(self, cluster: str, poll_id: int, tables: dict[str, pa.Table]) -> dict[str, pa.Table] | None:
         """The poll's rows as they are to be written, the shared state committed (history_state)."""

@@ -10,13 +10,19 @@ the history, or to the host's spool if the history cannot be written, already st
 are the same rows whenever and by whichever host they are written.
 
 When the state cannot vouch for a poll (it was lost while the cluster has history, a poll
-older than what it has seen, another poll committed in between) the poll is written without
-steps (history_rows.unstepped): the job computes that day from the raw offsets, correctly,
-only more slowly. Nothing is ever stepped against the wrong previous row.
+older than what it has seen, another poll committed in between, or the poll committed before
+it was never confirmed written) the poll is written without steps (history_rows.unstepped):
+the job computes that day from the raw offsets, correctly, only more slowly. Nothing is ever
+stepped against the wrong previous row.
+
+The commit names its poll as pending until its rows are safe (in the history, or in the
+host's spool): a worker that dies between the two leaves it pending, and the next poll, whose
+steps would start from rows nobody has, is written without steps instead of counting less.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +51,7 @@ class Recorded:
     newest: int
     recent: tuple[int, ...]
     version: str
+    pending: int | None = None  # committed, its rows not yet confirmed written
 
 
 class RedisOffsets:
@@ -54,7 +61,12 @@ class RedisOffsets:
     _COMMIT = """
     local current = redis.call('hget', KEYS[1], 'version') or ''
     if current ~= ARGV[1] then return 0 end
-    redis.call('hset', KEYS[1], 'version', ARGV[2], 'newest', ARGV[3], 'recent', ARGV[4], 'offsets', ARGV[5])
+    redis.call('hset', KEYS[1], 'version', ARGV[2], 'newest', ARGV[3], 'recent', ARGV[4], 'offsets', ARGV[5],
+               'pending', ARGV[6])
+    return 1
+    """
+    _CONFIRM = """
+    if redis.call('hget', KEYS[1], 'pending') == ARGV[1] then redis.call('hset', KEYS[1], 'pending', '') end
     return 1
     """
 
@@ -71,16 +83,22 @@ class RedisOffsets:
             return None
         recent = tuple(int(p) for p in raw[b"recent"].split(b",") if p)
         offsets = ipc.open_stream(pa.py_buffer(raw[b"offsets"])).read_all()
-        return Recorded(offsets, int(raw[b"newest"]), recent, raw[b"version"].decode())
+        pending = int(raw[b"pending"]) if raw.get(b"pending") else None
+        return Recorded(offsets, int(raw[b"newest"]), recent, raw[b"version"].decode(), pending)
 
-    def commit(self, cluster: str, seen: Recorded | None, offsets: pa.Table, newest: int, recent: tuple) -> bool:
+    def commit(self, cluster: str, seen: Recorded | None, offsets: pa.Table, newest: int, recent: tuple,
+               pending: int | None = None) -> bool:  # fmt: skip
         sink = pa.BufferOutputStream()
         # zstd: 160,000 queues are a few MB instead of tens
         with ipc.new_stream(sink, STATE_SCHEMA, options=ipc.IpcWriteOptions(compression="zstd")) as writer:
             writer.write_table(offsets)
         args = [seen.version if seen else "", uuid.uuid4().hex, newest, ",".join(map(str, recent)),
-                sink.getvalue().to_pybytes()]  # fmt: skip
+                sink.getvalue().to_pybytes(), "" if pending is None else str(pending)]  # fmt: skip
         return bool(self.redis.eval(self._COMMIT, 1, self.key(cluster), *args))
+
+    def confirm(self, cluster: str, poll_id: int) -> None:
+        """The poll's rows are safe: it is no longer pending (unless another poll is by now)."""
+        self.redis.eval(self._CONFIRM, 1, self.key(cluster), str(poll_id))
 
 
 class MemoryOffsets:
@@ -92,20 +110,27 @@ class MemoryOffsets:
     def read(self, cluster: str) -> Recorded | None:
         return self.states.get(cluster)
 
-    def commit(self, cluster: str, seen: Recorded | None, offsets: pa.Table, newest: int, recent: tuple) -> bool:
+    def commit(self, cluster: str, seen: Recorded | None, offsets: pa.Table, newest: int, recent: tuple,
+               pending: int | None = None) -> bool:  # fmt: skip
         current = self.states.get(cluster)
         if (current.version if current else None) != (seen.version if seen else None):
             return False
-        self.states[cluster] = Recorded(offsets, newest, recent, uuid.uuid4().hex)
+        self.states[cluster] = Recorded(offsets, newest, recent, uuid.uuid4().hex, pending)
         return True
+
+    def confirm(self, cluster: str, poll_id: int) -> None:
+        current = self.states.get(cluster)
+        if current is not None and current.pending == poll_id:
+            self.states[cluster] = dataclasses.replace(current, pending=None)
 
 
 def record_poll(state, cluster: str, poll_id: int, tables: dict[str, pa.Table],
                 has_history: Callable[[], bool]) -> dict[str, pa.Table] | None:  # fmt: skip
     """This poll's rows ready to write: each queue row stepped since its queue's previous row,
-    and the per-topic sums, the state committed first. None when this poll was recorded before
-    (given again: its first recording's rows are the ones to write). `has_history`: whether
-    the cluster has rows in the history already (asked only when there is no state)."""
+    and the per-topic sums, the state committed first with this poll pending (`state.confirm`
+    once its rows are safe). None when this poll was recorded before (given again: its first
+    recording's rows are the ones to write). `has_history`: whether the cluster has rows in
+    the history already (asked only when there is no state)."""
     tables = {name: conform(t, SCHEMAS[name]) for name, t in tables.items() if t.num_rows}
     queues = tables.get("queue_offsets")
     if queues is None:
@@ -116,11 +141,12 @@ def record_poll(state, cluster: str, poll_id: int, tables: dict[str, pa.Table],
     oldest, newest = pc.min(queues["ts"]).value, pc.max(queues["ts"]).value
     if seen is not None and oldest <= seen.newest:
         return unstepped(tables)  # older than rows already stepped from: out of order (a clock set back)
-    # no state but history: the state was lost (Redis emptied) or the history predates it
-    lost = seen is None and has_history()
+    # no state but history: the state was lost (Redis emptied) or the history predates it; or
+    # the poll before this one was committed and its rows may never have been written
+    lost = (seen is None and has_history()) or (seen is not None and seen.pending is not None)
     stepped, offsets = with_steps(queues, seen.offsets if seen else None)
     recent = ((seen.recent if seen else ()) + (poll_id,))[-RECENT_POLLS:]
-    if not state.commit(cluster, seen, offsets, newest, recent) or lost:
+    if not state.commit(cluster, seen, offsets, newest, recent, pending=poll_id) or lost:
         return unstepped(tables)  # another poll committed in between: this one's previous rows are unknown
     tables["queue_offsets"] = stepped
     tables["topic_polls"] = topic_polls(stepped)

@@ -17,8 +17,14 @@ from .forms import ConfigForm, PauseForm
 def _page(request, cluster, group: str, *, form=None, pause=None, status=200, read=True):
     """The page; `read=False` after a refusal or a failed request: the forms and what went wrong,
     without reading the broker again (a refusal comes before any broker read)."""
-    context = {"cluster": cluster, "group": group, "nav": "groups", "form": form or ConfigForm(),
-               "pause": pause or PauseForm(prefix="pause"), "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE}  # fmt: skip
+    context = {
+        "cluster": cluster,
+        "group": group,
+        "nav": "groups",
+        "form": form or ConfigForm(),
+        "pause": pause or PauseForm(prefix="pause"),
+        "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE,
+    }
     if not read:
         return render(request, "subscriptions/config.html", context, status=status)
     try:

@@ -81,6 +81,7 @@ def test_a_poll_whose_previous_rows_are_unknown_is_written_without_steps():
     # no steps, no per-topic sums, and the group rows say so; the state starts from this poll
     assert recorded["queue_offsets"]["steps"].to_pylist() == [None, None] and "topic_polls" not in recorded
     assert recorded["group_stats"]["topic_polls"].to_pylist() == [False]
+    state.confirm("c", 0)  # its rows were written
     after = record_poll(state, "c", 1, poll(1), has_history=lambda: True)
     assert steps_of(after["queue_offsets"])[0][2:] == (3, 2, True) and after["topic_polls"].num_rows == 1
 
@@ -100,3 +101,22 @@ def test_of_two_polls_at_once_the_one_committing_second_is_written_without_steps
     lost = record_poll(state, "c", 1, poll(1), has_history=lambda: True)
     assert lost["queue_offsets"]["steps"].to_pylist() == [None, None]
     assert MemoryOffsets.read(state, "c").recent == (0, 9)  # the state is the other poll's
+
+
+def test_a_poll_whose_predecessor_was_committed_but_never_written_is_written_without_steps(redis):
+    """The worker died between committing poll 1 and writing its rows: poll 2's steps would start
+    from rows nobody has (and count less); it is written without steps, and poll 3 is stepped
+    from poll 2 again. Also through Redis: the pending poll is part of the shared state."""
+    for state in (MemoryOffsets(), RedisOffsets(redis)):
+        assert record_poll(state, "c", 0, poll(0), has_history=lambda: False) is not None
+        state.confirm("c", 0)
+        assert state.read("c").pending is None
+        record_poll(state, "c", 1, poll(1), has_history=lambda: True)  # committed; its rows never written
+        assert state.read("c").pending == 1
+        state.confirm("c", 0)  # a late confirmation of an older poll changes nothing
+        assert state.read("c").pending == 1
+        after_crash = record_poll(state, "c", 2, poll(2), has_history=lambda: True)
+        assert after_crash["queue_offsets"]["steps"].to_pylist() == [None]
+        state.confirm("c", 2)
+        again = record_poll(state, "c", 3, poll(3), has_history=lambda: True)
+        assert steps_of(again["queue_offsets"])[1][2:] == (-1, 0, True)  # queue 1: 2/6 at poll 2 -> 1/6
