@@ -204,8 +204,11 @@ class ClusterMeta:
     proxies: list[ProxyState] = field(default_factory=list)
     # polls skipped since this meta was written, and why ({since, at, why}); None: none skipped
     skipped: dict | None = None
-    # history rows not written yet ({pending_polls, since, error, dropped}); None: all written
+    # history rows not written yet by the polling host ({pending_polls, since, error, dropped});
+    # None: all written
     history: dict | None = None
+    # the same for every host whose spool holds polls of this cluster, by host
+    spools: dict[str, dict] = field(default_factory=dict)
     # seconds per stage of the poll up to the Redis write (live/stages.py)
     stages: dict = field(default_factory=dict)
 

@@ -22,7 +22,7 @@ from .documents import BrokerState, ClusterMeta, GroupDocument
 from .health import Sample, Thresholds, evaluate
 from .history import HistoryStore, history_tables
 from .signals import announce
-from .spool import HistorySpool, write_history
+from .spool import HistorySpool, own_backlog, record_backlog, write_history
 from .stages import Stages
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,10 @@ def publish_poll(
     )
     # history first: its state (rows spooled after a failed write, or lost) is part of the meta
     with stages.timing("history"):
-        meta.history = write_history(spool or history_spool(), history, cluster.name, polled_at,
-                                     history_tables(docs.values()), old_meta.history if old_meta else None)  # fmt: skip
+        spool = spool or history_spool()
+        mine = own_backlog(redis, cluster.pk, spool.host)  # what this host's spool held after its last poll
+        meta.history = write_history(spool, history, cluster.name, polled_at, history_tables(docs.values()), mine)
+        meta.spools = record_backlog(redis, cluster.pk, spool.host, meta.history)
     if meta.history:
         log.warning("history of %s not written, %s poll(s) spooled: %s", cluster.name,
                     meta.history["pending_polls"], meta.history["error"])  # fmt: skip

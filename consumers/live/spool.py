@@ -10,11 +10,17 @@ state when they were polled), so they are written as they would have been at onc
 they are written and whatever other hosts wrote meanwhile; a poll written twice is one file.
 The spool keeps at most HISTORY_SPOOL_MAX_POLLS polls per cluster; past that the oldest are
 dropped and counted, so the cluster page can say what was lost.
+
+Each host's backlog is kept in Redis under its own name (`record_backlog`): the next poll of a
+cluster may run on another host, whose spool is empty, and the Clusters page must still say
+that this host holds polls it has not written.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import socket
 import uuid
 from pathlib import Path
 
@@ -30,6 +36,8 @@ WRITE_ERRORS = (OSError, pa.ArrowException)
 class HistorySpool:
     def __init__(self, root: Path, *, max_polls: int):
         self.root, self.max_polls = Path(root), max_polls
+        # which host's spool: two workers on one machine with their own spools are two hosts
+        self.host = f"{socket.gethostname()}:{self.root}"
 
     def keep(self, cluster: str, poll_id: int, tables: dict[str, pa.Table]) -> int:
         """Spool one recorded poll's tables; returns how many of the oldest polls were dropped
@@ -102,3 +110,23 @@ def write_history(spool: HistorySpool, store: HistoryStore, cluster: str, polled
         "error": error,
         "dropped": (previous or {}).get("dropped", 0) + dropped,
     }
+
+
+def _backlog_key(cluster_id: int) -> str:
+    return f"rmqc:{cluster_id}:spools"
+
+
+def record_backlog(redis, cluster_id: int, host: str, state: dict | None) -> dict[str, dict]:
+    """Store this host's backlog of a cluster (None: nothing waits here) and return every
+    host's, by host."""
+    key = _backlog_key(cluster_id)
+    if state is None:
+        redis.hdel(key, host)
+    else:
+        redis.hset(key, host, json.dumps(state))
+    return {name.decode(): json.loads(raw) for name, raw in sorted(redis.hgetall(key).items())}
+
+
+def own_backlog(redis, cluster_id: int, host: str) -> dict | None:
+    raw = redis.hget(_backlog_key(cluster_id), host)
+    return json.loads(raw) if raw else None

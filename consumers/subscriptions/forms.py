@@ -33,7 +33,7 @@ class ConfigForm(forms.Form):
 class PauseForm(forms.Form):
     """Pause or resume: consumeEnable on every broker that has the group."""
 
-    action = forms.ChoiceField(choices=[("pause", "pause"), ("resume", "resume")])
+    action = forms.ChoiceField(label=_("Action"), choices=[("pause", _("pause")), ("resume", _("resume"))])
     reason = forms.CharField(label=_("Reason"), max_length=2000)
     emergency = forms.BooleanField(required=False, label=_("emergency: run it now, without a second approver"))
 

@@ -5,6 +5,7 @@ made unusable and usable again)."""
 from __future__ import annotations
 
 import pyarrow.ipc as ipc
+import pytest
 
 from consumers.live.documents import GroupDocument, QueueRow
 from consumers.live.history import HistoryStore, MemoryOffsets, history_tables
@@ -53,3 +54,32 @@ def test_a_poll_spooled_by_the_previous_version_is_written_without_steps(tmp_pat
     assert spool.drain("east", store) == 1
     assert store.read("queue_offsets", "east")["steps"].to_pylist() == [None]
     assert store.read("group_stats", "east")["topic_polls"].to_pylist() == [False]
+
+
+@pytest.mark.django_db
+def test_each_hosts_backlog_is_shown_until_drained_even_when_another_host_polls(tmp_path, redis, settings):
+    """Host b spools (its history unwritable); host a polls next with nothing spooled: b's
+    backlog is still named. A spool whose host is gone is drained with `drain_spool`."""
+    from django.core.management import call_command
+
+    from consumers.live.spool import own_backlog, record_backlog
+    from consumers.models import Cluster
+
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:1")
+    settings.HISTORY_URL = str(tmp_path / "history")
+    a = HistorySpool(tmp_path / "a-spool", max_polls=3)
+    b = HistorySpool(tmp_path / "b-spool", max_polls=3)
+    unwritable = tmp_path / "unwritable"
+    unwritable.write_text("not a folder")
+    b_store = HistoryStore(unwritable, state=MemoryOffsets())
+    state = write_history(b, b_store, "east", T0, poll(0), own_backlog(redis, cluster.pk, b.host))
+    assert record_backlog(redis, cluster.pk, b.host, state)[b.host]["pending_polls"] == 1
+    a_store = HistoryStore(settings.HISTORY_URL, state=MemoryOffsets())
+    state = write_history(a, a_store, "east", T0 + 15, poll(1), own_backlog(redis, cluster.pk, a.host))
+    assert state is None and list(record_backlog(redis, cluster.pk, a.host, state)) == [b.host]
+
+    call_command("drain_spool", "--dir", str(b.root), "--host", b.host)
+    assert b.polls("east") == [] and record_backlog(redis, cluster.pk, a.host, None) == {}
+    assert sorted(
+        HistoryStore(settings.HISTORY_URL, state=MemoryOffsets()).read("group_stats", "east")["lag"].to_pylist()
+    ) == [0, 1]
