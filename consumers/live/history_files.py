@@ -65,6 +65,9 @@ def spark_url(url: str) -> str:
     if "://" not in url:
         return f"file://{os.path.abspath(url)}"
     scheme, rest = url.split("://", 1)
+    # an object store's options in the query (endpoint_override, region, ...) are pyarrow's;
+    # Spark takes them from its configuration (STATS_SPARK_CONF: spark.hadoop.fs.s3a.endpoint)
+    rest = rest.split("?", 1)[0]
     return f"{SPARK_SCHEMES.get(scheme, scheme)}://{rest}".rstrip("/")
 
 
