@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from django.conf import settings
+
 from bench.common import TOPIC, prepare_groups, start_cluster
 from consumers.messages import lookup
 from consumers.messages.track import track
@@ -54,6 +56,9 @@ async def _measure(namesrv: str, key: str, begin: int, end: int, runs: int) -> d
 
 
 def main() -> None:
+    # the verdicts and notes are marked for translation: English, with no project set up
+    if not settings.configured:
+        settings.configure(USE_I18N=False)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--messages", type=int, default=50_000)
