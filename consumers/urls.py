@@ -78,6 +78,7 @@ urlpatterns = [
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
+    path("api/groups/<slug:cluster>/<str:group>/config/", subscriptions.config_api, name="api-group-config"),
     path("api/alerts/", alerts.api_alerts, name="api-alerts"),
     path("api/dlq/jobs/<int:pk>/", dlq_api.job, name="api-dlq-job"),
     path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),

@@ -195,6 +195,7 @@ ACCESS: dict[str, Rule] = {
     "api-clusters": Rule(),
     "api-groups": Rule(),
     "api-group": Rule(),
+    "api-group-config": Rule(),
     "api-alerts": Rule(),
     "api-dlq-messages": Rule(sees=BODY_RULE),
     "api-dlq-redrive": Rule(get=None, post=REQUEST),

@@ -4,11 +4,13 @@ requests it makes: a change of fields, or a pause or resume of consumption."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
 from ..core import Actor, ChangeRefused
-from ..identity import cluster_or_404, console_action, console_page, remote_addr
+from ..errors import json_error
+from ..identity import api_view, cluster_or_404, console_action, console_page, remote_addr, scope_of, visible_clusters
 from ..rocketmq import RocketMQError
 from . import services
 from .forms import ConfigForm, PauseForm
@@ -65,3 +67,16 @@ def config_create(request, cluster: str, group: str):
         form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
         return _page(request, found, group, **{keyword: form}, status=502, read=False)
     return redirect("consumers:change-detail", change.pk)
+
+
+@api_view
+def config_api(request, cluster: str, group: str):
+    """GET /api/groups/<cluster>/<group>/config/: each broker's config of the group, as the page."""
+    found = next((c for c in visible_clusters(request) if c.name == cluster), None)
+    if found is None or not scope_of(request.user).sees_group(cluster, group):
+        return json_error(404, f"no group {group!r} on {cluster!r}")
+    try:
+        table = services.table(services.read(found, group))
+    except RocketMQError as exc:
+        return json_error(502, f"the cluster could not be read: {type(exc).__name__}: {exc}")
+    return JsonResponse({"cluster": found.name, "group": group, **table})

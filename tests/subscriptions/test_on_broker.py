@@ -93,6 +93,8 @@ def test_pause_resume_and_a_change_with_a_broker_down_then_undone(
     client.force_login(personas["viewer"])
     page = client.get(reverse("consumers:group-detail", args=["local", group]))
     assert 'id="paused-banner"' in page.content.decode() and "broker-a, broker-b" in page.content.decode()
+    shown = client.get(reverse("consumers:api-group-config", args=["local", group])).json()
+    assert shown["paused_on"] == ["broker-a", "broker-b"] and shown["brokers"] == ["broker-a", "broker-b"]
 
     # resume: four eyes; the client gets the six
     resume = services.request_change(actor=operator, cluster=cluster, group=group, values=services.RESUME,
