@@ -86,11 +86,17 @@ class HistoryStore:
         recorded = self.record(cluster, poll_id, tables)
         if recorded is not None:
             self.write(cluster, poll_id, recorded)
-            self.state.confirm(cluster, poll_id)
+            self.confirm(cluster, poll_id, recorded)
 
     def record(self, cluster: str, poll_id: int, tables: dict[str, pa.Table]) -> dict[str, pa.Table] | None:
         """The poll's rows as they are to be written, the shared state committed (history_state)."""
         return record_poll(self.state, cluster, poll_id, tables, lambda: self._has_history(cluster))
+
+    def confirm(self, cluster: str, poll_id: int, recorded: dict[str, pa.Table]) -> None:
+        """A recorded poll's rows are safe (written, or spooled): the next poll may step from it.
+        A poll without queue rows committed no state, so there is nothing to confirm."""
+        if "queue_offsets" in recorded:
+            self.state.confirm(cluster, poll_id)
 
     def write(self, cluster: str, poll_id: int, tables: dict[str, pa.Table]) -> None:
         """Write a recorded poll's rows: a file per table and date, named by the poll id."""

@@ -96,14 +96,14 @@ def write_history(spool: HistorySpool, store: HistoryStore, cluster: str, polled
         spool.drain(cluster, store)
         if recorded is not None:
             store.write(cluster, poll_id, recorded)
-            store.state.confirm(cluster, poll_id)  # safe in the history: the next poll may step from it
+            store.confirm(cluster, poll_id, recorded)  # safe in the history
         return None
     except WRITE_ERRORS as exc:
         error = f"{type(exc).__name__}: {exc}"
     dropped = 0
     if recorded is not None:
         dropped = spool.keep(cluster, poll_id, recorded)
-        store.state.confirm(cluster, poll_id)  # safe in the spool, which writes it as recorded
+        store.confirm(cluster, poll_id, recorded)  # safe in the spool, which writes it as recorded
     return {
         "pending_polls": len(spool.polls(cluster)),
         "since": previous["since"] if previous else polled_at,

@@ -127,7 +127,7 @@ def test_two_hosts_polling_in_turn_write_every_poll_once_as_one_host_would(tmp_p
             recorded = a.store.record("c", poll_id, tables)
             a.store.write("c", poll_id, recorded)
             a.spool.keep("c", poll_id, recorded)
-            a.store.state.confirm("c", poll_id)  # as write_history does once the rows are spooled
+            a.store.confirm("c", poll_id, recorded)  # as write_history does once the rows are spooled
         else:
             host.poll(polled_at, tables)
         if i in (16, POLLS - 1):
