@@ -497,6 +497,7 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
         complete=not doc.problems,
         allocation=allocation_fingerprint(held) if held and not doc.problems and _allocates(doc) else None,
         pop=doc.consumption in POP_KINDS,
+        paused=list(doc.paused_on or []),
     )
 
 

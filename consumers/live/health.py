@@ -5,8 +5,12 @@ window and returns every condition that holds, each with the numbers that led to
 most severe one is the group's state. A group we could not read is UNKNOWN with the reason,
 never OK.
 
-States, most severe first: UNKNOWN, OFFSET_EXPIRED, STALLED, STOPPED, DLQ_GROWING,
+States, most severe first: UNKNOWN, OFFSET_EXPIRED, PAUSED, STALLED, STOPPED, DLQ_GROWING,
 RETRY_STORM, REBALANCE_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
+
+PAUSED ranks above STALLED and STOPPED: a group whose subscription config says consumeEnable
+false on some broker is refused its pulls there, so it stalls by design; the pause is the cause
+to show (and the state alert rules for stalled or stopped groups do not fire on it).
 """
 
 from __future__ import annotations
@@ -46,14 +50,16 @@ LAG_GREW = gettext_noop("lag grew from %(start)s to %(end)s over %(seconds)ss")
 LAG_FELL = gettext_noop("lag fell from %(start)s to %(end)s over %(seconds)ss")
 NO_LAG = gettext_noop("no lag")
 IDLE = gettext_noop("no lag and no consumption in %(seconds)ss")
+PAUSED = gettext_noop("consumption paused: consumeEnable is false on %(brokers)s, which refuse its pulls")
 EVIDENCE_FORMATS = (
-    NO_POLL_YET, OFFSETS_UNREAD, PART_UNREAD, EXPIRED, STOPPED, CONSUMING, STALLED, STALLED_MORE,
+    NO_POLL_YET, OFFSETS_UNREAD, PART_UNREAD, EXPIRED, PAUSED, STOPPED, CONSUMING, STALLED, STALLED_MORE,
     DLQ_GROWING, RETRY_STORM, REBALANCE_STORM, LAG_GREW, LAG_FELL, NO_LAG, IDLE,
 )  # fmt: skip
 
 SEVERITY = (
     "UNKNOWN",
     "OFFSET_EXPIRED",
+    "PAUSED",
     "STALLED",
     "STOPPED",
     "DLQ_GROWING",
@@ -101,11 +107,12 @@ class Sample:
     # which client holds which queue, as a CRC-32 (stable across processes); None: unknown
     allocation: int | None = None
     pop: bool = False  # consumes with POP: its retry topic is also written for each dead letter
+    paused: list[str] = field(default_factory=list)  # brokers whose config says consumeEnable false
 
     def to_wire(self) -> list:
         return [
             self.t, self.online, self.lag, self.queues, self.consumed,
-            self.retry_offset, self.dlq, self.expired, self.complete, self.allocation, self.pop,
+            self.retry_offset, self.dlq, self.expired, self.complete, self.allocation, self.pop, self.paused,
         ]  # fmt: skip
 
     @classmethod
@@ -115,6 +122,7 @@ class Sample:
             t, online, lag, {k: tuple(v) for k, v in queues.items()}, consumed, retry_offset, dlq, expired, complete,
             rest[0] if rest else None,  # samples written before the allocation was kept have none
             bool(rest[1]) if len(rest) > 1 else False,
+            list(rest[2]) if len(rest) > 2 and rest[2] else [],
         )  # fmt: skip
 
 
@@ -164,6 +172,8 @@ def evaluate(samples: list[Sample], thresholds: Thresholds, *, unknown_reason: s
     if latest.expired:
         queues = ", ".join(latest.expired[:4])
         findings.append(Finding("OFFSET_EXPIRED", EXPIRED % {"count": len(latest.expired), "queues": queues}))
+    if latest.paused:
+        findings.append(Finding("PAUSED", PAUSED % {"brokers": ", ".join(latest.paused)}))
     findings += _stalled(window, thresholds)
     if latest.online is False and latest.lag >= thresholds.min_lag:
         findings.append(Finding("STOPPED", STOPPED % {"lag": latest.lag}))

@@ -23,6 +23,7 @@ NAMED_PERIODS = 5  # partial days named in a chart's subtitle; the rest are coun
 STATE_COLOURS = {
     "UNKNOWN": "#9e9e9e",
     "OFFSET_EXPIRED": "#6a1b9a",
+    "PAUSED": "#455a64",
     "STALLED": "#b71c1c",
     "STOPPED": "#e53935",
     "DLQ_GROWING": "#ef6c00",

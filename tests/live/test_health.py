@@ -137,3 +137,17 @@ def test_overrides_replace_only_what_they_set():
 def test_samples_survive_their_wire_form():
     sample = Sample(5.0, True, 3, {"q": (1, 3)}, 10, 4, 2, ["q"], False)
     assert Sample.from_wire(sample.to_wire()) == sample
+
+
+def test_a_paused_group_is_paused_not_stalled_and_says_where():
+    """consumeEnable false on a broker: the pause explains the stall, and is the state."""
+    thresholds = Thresholds(window_seconds=300, min_samples=2, stall_seconds=60, min_lag=1, retry_rate_per_minute=100)
+    samples = [Sample(t=t, online=True, lag=50, queues={"T@broker-a#0": (7, 50)}, consumed=7, paused=["broker-a"])
+               for t in (0, 30, 60, 90)]  # fmt: skip
+    health = evaluate(samples, thresholds)
+    assert health.state == "PAUSED" and {f.state for f in health.findings} == {"PAUSED", "STALLED"}
+    assert health.findings[0].evidence == (
+        "consumption paused: consumeEnable is false on broker-a, which refuse its pulls"
+    )
+    again = Sample.from_wire(samples[-1].to_wire())
+    assert again.paused == ["broker-a"] and Sample.from_wire(samples[-1].to_wire()[:11]).paused == []

@@ -14,6 +14,7 @@ from consumers.changes import kinds
 from consumers.changes.models import AuditEvent, ChangeRequest, State
 from consumers.changes.tasks import execute_change
 from consumers.changes.workflow import Actor, approve
+from consumers.live import snapshots
 from consumers.live.poll import poll_cluster
 from consumers.models import Cluster
 from consumers.rocketmq.ops.actions import Actions
@@ -90,6 +91,7 @@ def test_pause_resume_and_a_change_with_a_broker_down_then_undone(
     time.sleep(6)  # longer than the client's 3 s back-off after a refused pull: it would have pulled twice
     assert len(consumer.deliveries) == received and lag(mqadmin, group, topic) == 6
     poll_cluster(cluster)
+    assert snapshots.read_detail(redis, cluster.pk, group).health["state"] == "PAUSED"  # not STALLED: no alarm
     client.force_login(personas["viewer"])
     page = client.get(reverse("consumers:group-detail", args=["local", group]))
     assert 'id="paused-banner"' in page.content.decode() and "broker-a, broker-b" in page.content.decode()
