@@ -41,9 +41,10 @@ final class Producers {
         double rate = cmd.getDoubleValue("rate");
         boolean quiet = cmd.getBooleanValue("quiet");
 
-        // trace: the client's message trace (enableMsgTrace), written to RMQ_SYS_TRACE_TOPIC
+        // trace: the client's message trace (enableMsgTrace), written to RMQ_SYS_TRACE_TOPIC or to
+        // "traceTopic" (a customized trace topic)
         DefaultMQProducer producer = new DefaultMQProducer(cmd.getString("group") == null
-            ? "harness-producer" : cmd.getString("group"), cmd.getBooleanValue("trace"), null);
+            ? "harness-producer" : cmd.getString("group"), cmd.getBooleanValue("trace"), cmd.getString("traceTopic"));
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("producer-" + id);
         producer.setClientIP("127.0.0.1");

@@ -69,8 +69,9 @@ final class Scenario implements Worker {
         this.sleepMs = cmd.getLongValue("sleepMs");
         this.quiet = cmd.getBooleanValue("quiet");
 
-        // trace: the client writes a trace of each consumption (enableMsgTrace)
-        consumer = new DefaultMQPushConsumer(cmd.getString("group"), cmd.getBooleanValue("trace"), null);
+        // trace: the client writes a trace of each consumption (enableMsgTrace), to "traceTopic" if given
+        consumer = new DefaultMQPushConsumer(cmd.getString("group"), cmd.getBooleanValue("trace"),
+            cmd.getString("traceTopic"));
         consumer.setNamesrvAddr(namesrv);
         consumer.setClientIP("127.0.0.1");
         consumer.setInstanceName(cmd.getString("instanceName") == null ? id : cmd.getString("instanceName"));
