@@ -20,10 +20,16 @@ def approve_alone(request: ChangeRequest, *, actor: Actor, because: str) -> Chan
 
 def _queued(approved: ChangeRequest) -> ChangeRequest:
     notify.decided(approved)
+    transaction.on_commit(lambda: requeue(approved.pk))
+    return approved
+
+
+def requeue(request_id: int) -> None:
+    """Queue the request's run (execute_change): after approval, and for a take-over of a run
+    whose worker went silent (the kinds register this with consumers/claims.py)."""
     from .tasks import execute_change
 
-    transaction.on_commit(lambda: execute_change.delay(approved.pk))
-    return approved
+    execute_change.delay(request_id)
 
 
 def decide(

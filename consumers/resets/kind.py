@@ -6,6 +6,7 @@ from .. import claims
 from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
 from ..changes import kinds, notify
 from ..changes.models import ChangeRequest, State
+from ..changes.services import requeue
 from ..core import ChangeRefused
 from . import services
 from .execute import execute_reset
@@ -71,12 +72,6 @@ RESET = kinds.register(
         reads=lambda request: [request.params["source_group"]] if request.params.get("source_group") else [],
     )
 )
-
-
-def requeue(request_id: int) -> None:
-    from ..changes.tasks import execute_change
-
-    execute_change.delay(request_id)
 
 
 # a reset whose worker went silent is taken over by the next execute_change (only resets beat:

@@ -9,6 +9,7 @@ import functools
 from .. import claims
 from ..changes import kinds, workflow
 from ..changes.models import ChangeRequest, State
+from ..changes.services import requeue
 from ..core import ChangeRefused
 from ..resets import kind as reset_kind
 from ..resets import services as resets
@@ -51,6 +52,4 @@ SKIP = kinds.register(
 
 
 # a skip whose worker went silent is taken over like a reset (its copies are looked for first)
-claims.register(
-    ChangeRequest, running=State.RUNNING, requeue=reset_kind.requeue, only={"kind": ChangeRequest.Kind.SKIP}
-)
+claims.register(ChangeRequest, running=State.RUNNING, requeue=requeue, only={"kind": ChangeRequest.Kind.SKIP})

@@ -6,6 +6,7 @@ from .. import claims
 from ..apischema import Bool, Int, Obj
 from ..changes import kinds, notify
 from ..changes.models import ChangeRequest, State
+from ..changes.services import requeue
 from . import services
 from .execute import execute_config
 
@@ -38,12 +39,6 @@ def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> Cha
     values = {k: v for k, v in params["set"].items() if v is not None}
     return services.request_change(actor=actor, cluster=cluster, group=group, values=values, reason=reason,
                                    emergency=bool(params.get("emergency")))  # fmt: skip
-
-
-def requeue(request_id: int) -> None:
-    from ..changes.tasks import execute_change
-
-    execute_change.delay(request_id)
 
 
 CONFIG = kinds.register(
