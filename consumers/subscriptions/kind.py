@@ -36,8 +36,8 @@ def run(request_id: int) -> str:
 
 
 def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:
-    values = {k: v for k, v in params["set"].items() if v is not None}
-    return services.request_change(actor=actor, cluster=cluster, group=group, values=values, reason=reason,
+    # the schema left out the fields not given and refused nulls: "set" is what to set
+    return services.request_change(actor=actor, cluster=cluster, group=group, values=params["set"], reason=reason,
                                    emergency=bool(params.get("emergency")))  # fmt: skip
 
 
