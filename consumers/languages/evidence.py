@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -42,6 +42,8 @@ def _formats() -> tuple[tuple[str, re.Pattern], ...]:
 
 def translate_evidence(text) -> str:
     if not text or not isinstance(text, str):
+        return text
+    if (get_language() or "en") == "en":  # written in English: nothing to match (a 100-row list asks 100 times)
         return text
     for fmt, pattern in _formats():
         match = pattern.match(text)
