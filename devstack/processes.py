@@ -193,6 +193,9 @@ def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> i
     started again then fails with "Address already in use" (seen on CI for a broker's HA port)."""
     low, _ = _ephemeral_range()
     floor, ceiling = 10000, max(low, 12000)
+    if os.environ.get("FREE_PORTS"):  # "low-high": test runs side by side each take their own block
+        floor, high = map(int, os.environ["FREE_PORTS"].split("-"))
+        ceiling = min(high + 1, ceiling)
     base = start or floor + (os.getpid() * 7) % (ceiling - floor - 200)
     with _lock:
         for candidate in [*range(base, ceiling - 200), *range(floor, base)]:

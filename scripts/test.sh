@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, migrations check, every test on SQLite (with the real local
-# RocketMQ, Redis and headless Chromium), then the database tests again on PostgreSQL.
+# The whole test suite: lint, migrations check, then every test on SQLite (with the real local
+# RocketMQ, Redis and headless Chromium) and the database tests again on PostgreSQL.
+#
+# The tests run in two lanes side by side, one per core of a CI machine:
+#   cluster: the tests on the session's RocketMQ cluster or Keycloak (marked session_cluster by
+#            tests/conftest.py). They mostly wait on brokers, clients and JVMs.
+#   python:  the rest (most keep a core busy; a few start a cluster of their own, or Chromium),
+#            then the PostgreSQL runs.
+# Each lane has a session of its own (cluster, Redis, database, temporary folders) and a block of
+# ports of its own (FREE_PORTS, devstack/processes.py). The python lane's report is printed when
+# both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
@@ -11,12 +20,42 @@ export DEBUG=true
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py makemigrations --check --dry-run
-.venv/bin/python -m pytest --durations=30 "$@"  # the slowest tests: where CI time goes
-echo "--- database tests again, on a throwaway PostgreSQL ---"
-.venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -m "not broker and not browser" \
-  tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
-  tests/test_models.py tests/changes tests/reports tests/stats/test_views.py tests/alerts/test_evaluate.py tests/alerts/test_delivery.py \
-  tests/stats/test_runs.py::test_overlapping_runs_are_refused tests/identity/test_grants.py tests/identity/test_scoped_access.py
-echo "--- races between workers and between approvers, on PostgreSQL (row locks, concurrent writers) ---"
-.venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -k "racing or race" \
-  tests/changes/test_workflow.py tests/resets/test_resets.py
+
+# pytest's status, with "no tests were selected" (5) counted as passed
+run_pytest() {
+  local status=0
+  .venv/bin/python -m pytest "$@" || status=$?
+  [ "$status" = 5 ] && status=0
+  return "$status"
+}
+
+python_lane() {
+  local status=0
+  export FREE_PORTS=20000-29999
+  run_pytest -p no:cacheprovider -m "not session_cluster" --durations=20 "$@" || status=1
+  echo "--- database tests again, on a throwaway PostgreSQL ---"
+  .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -p no:cacheprovider -m "not broker and not browser" \
+    tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
+    tests/test_models.py tests/changes tests/reports tests/stats/test_views.py tests/alerts/test_evaluate.py tests/alerts/test_delivery.py \
+    tests/stats/test_runs.py::test_overlapping_runs_are_refused tests/identity/test_grants.py tests/identity/test_scoped_access.py \
+    || status=1
+  echo "--- races between workers and between approvers, on PostgreSQL (row locks, concurrent writers) ---"
+  .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -p no:cacheprovider -k "racing or race" \
+    tests/changes/test_workflow.py tests/resets/test_resets.py || status=1
+  return "$status"
+}
+
+python_log=$(mktemp)
+started=$SECONDS
+python_lane "$@" >"$python_log" 2>&1 &
+python_pid=$!
+cluster_status=0
+FREE_PORTS=10000-19999 run_pytest -m session_cluster --durations=30 "$@" || cluster_status=$?
+echo "--- cluster lane done after $((SECONDS - started)) s; waiting for the python lane ---"
+python_status=0
+wait "$python_pid" || python_status=$?
+echo "--- python lane (tests without the cluster, then PostgreSQL), done after $((SECONDS - started)) s ---"
+cat "$python_log"
+rm -f "$python_log"
+echo "--- cluster lane: $([ $cluster_status = 0 ] && echo passed || echo FAILED); python lane: $([ $python_status = 0 ] && echo passed || echo FAILED)"
+[ "$cluster_status" = 0 ] && [ "$python_status" = 0 ]

@@ -29,6 +29,18 @@ def pytest_sessionfinish(session, exitstatus):
     stop_all()  # whatever a failed fixture left running
 
 
+# The session's shared parts: a test that uses one runs in the "cluster" lane of scripts/test.sh,
+# the others (their own cluster if any, Chromium per module) in the "python" lane beside it
+SESSION_PARTS = {"rocketmq", "keycloak"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SESSION_PARTS & set(getattr(item, "fixturenames", ())):
+            item.add_marker("session_cluster")
+
+
 def run(coro):
     """Run a coroutine to completion from a synchronous test."""
     return run_coroutine(lambda: coro)

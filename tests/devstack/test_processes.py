@@ -66,6 +66,14 @@ def test_ports_handed_out_lie_below_the_ephemeral_range_so_no_outgoing_connectio
     assert all(1024 < port - 2 and port + 1 < low for port in handed)
 
 
+def test_runs_side_by_side_take_ports_from_their_own_blocks(monkeypatch):
+    from devstack import processes
+
+    monkeypatch.setenv("FREE_PORTS", "20000-20999")
+    handed = [processes.free_port(also_free=(-2, 1)) for _ in range(20)]
+    assert len(set(handed)) == 20 and all(20000 <= port - 2 and port + 1 <= 20999 for port in handed)
+
+
 BACKGROUND = textwrap.dedent(
     """
     import sys, time
