@@ -3,10 +3,10 @@
 # RocketMQ, Redis and headless Chromium) and the database tests again on PostgreSQL.
 #
 # The tests run in two lanes side by side, one per core of a CI machine:
-#   cluster: the tests on the session's RocketMQ cluster or Keycloak (marked session_cluster by
-#            tests/conftest.py). They mostly wait on brokers, clients and JVMs.
-#   python:  the rest (most keep a core busy; a few start a cluster of their own, or Chromium),
-#            then the PostgreSQL runs.
+#   cluster: the tests on the session's RocketMQ cluster or Keycloak, and those that start a
+#            RocketMQ of their own (marked cluster_lane by tests/conftest.py). They mostly wait
+#            on brokers, clients and JVMs.
+#   python:  the rest (most keep a core busy; some drive Chromium), then the PostgreSQL runs.
 # Each lane has a session of its own (cluster, Redis, database, temporary folders) and a block of
 # ports of its own (FREE_PORTS, devstack/processes.py). The python lane's report is printed when
 # both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
@@ -32,7 +32,7 @@ run_pytest() {
 python_lane() {
   local status=0
   export FREE_PORTS=20000-29999
-  run_pytest -p no:cacheprovider -m "not session_cluster" --durations=20 "$@" || status=1
+  run_pytest -p no:cacheprovider -m "not cluster_lane" --durations=20 "$@" || status=1
   echo "--- database tests again, on a throwaway PostgreSQL ---"
   .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -p no:cacheprovider -m "not broker and not browser" \
     tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
@@ -50,7 +50,7 @@ started=$SECONDS
 python_lane "$@" >"$python_log" 2>&1 &
 python_pid=$!
 cluster_status=0
-FREE_PORTS=10000-19999 run_pytest -m session_cluster --durations=30 "$@" || cluster_status=$?
+FREE_PORTS=10000-19999 run_pytest -m cluster_lane --durations=30 "$@" || cluster_status=$?
 echo "--- cluster lane done after $((SECONDS - started)) s; waiting for the python lane ---"
 python_status=0
 wait "$python_pid" || python_status=$?

@@ -29,16 +29,17 @@ def pytest_sessionfinish(session, exitstatus):
     stop_all()  # whatever a failed fixture left running
 
 
-# The session's shared parts: a test that uses one runs in the "cluster" lane of scripts/test.sh,
-# the others (their own cluster if any, Chromium per module) in the "python" lane beside it
+# scripts/test.sh runs the suite in two lanes side by side. The cluster lane has the tests on the
+# session's RocketMQ or Keycloak and those that start a RocketMQ of their own (marked broker):
+# two clusters at once on two cores slowed both lanes. The python lane has the rest.
 SESSION_PARTS = {"rocketmq", "keycloak"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if SESSION_PARTS & set(getattr(item, "fixturenames", ())):
-            item.add_marker("session_cluster")
+        if SESSION_PARTS & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("broker"):
+            item.add_marker("cluster_lane")
 
 
 def run(coro):

@@ -116,7 +116,13 @@ class Verdicts:
         if status >= 500 and not (status == 502 and self.baseline[key] == 502):
             self.wrong.append(f"{method} {url[:200]!r}: {status}")
         if took > SLOWEST_ALLOWED:
-            self.wrong.append(f"{method} {url[:200]!r}: {took:.2f} s")
+            # sent once more: a slow path is slow each time; a busy machine (scripts/test.sh's other
+            # lane starting JVMs on the same two cores: 2.6 s once) is not
+            started = time.monotonic()
+            send()
+            again = time.monotonic() - started
+            if again > SLOWEST_ALLOWED:
+                self.wrong.append(f"{method} {url[:200]!r}: {took:.2f} s, then {again:.2f} s")
 
 
 @pytest.mark.parametrize("who", [*ROLES, "nobody"])
