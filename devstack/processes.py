@@ -184,6 +184,17 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999  # Linux's default
 
 
+def port_block() -> tuple[int, int]:
+    """The ports `free_port` hands out, [floor, ceiling): FREE_PORTS ("low-high") when set, so
+    that test runs side by side each take a block of their own, cut below the ephemeral range."""
+    low, _ = _ephemeral_range()
+    floor, ceiling = 10000, max(low, 12000)
+    if os.environ.get("FREE_PORTS"):
+        floor, high = map(int, os.environ["FREE_PORTS"].split("-"))
+        ceiling = min(high + 1, ceiling)
+    return floor, ceiling
+
+
 def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> int:
     """A free loopback port P such that P + each offset in `also_free` is free too (a broker
     uses P, P-2 and P+1). Ports handed out before are skipped even if not bound yet.
@@ -191,11 +202,7 @@ def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> i
     Ports come from below the kernel's ephemeral range: a port in that range can be taken as the
     local end of any outgoing connection while its server is down, and a broker killed and
     started again then fails with "Address already in use" (seen on CI for a broker's HA port)."""
-    low, _ = _ephemeral_range()
-    floor, ceiling = 10000, max(low, 12000)
-    if os.environ.get("FREE_PORTS"):  # "low-high": test runs side by side each take their own block
-        floor, high = map(int, os.environ["FREE_PORTS"].split("-"))
-        ceiling = min(high + 1, ceiling)
+    floor, ceiling = port_block()
     base = start or floor + (os.getpid() * 7) % (ceiling - floor - 200)
     with _lock:
         for candidate in [*range(base, ceiling - 200), *range(floor, base)]:

@@ -2,14 +2,16 @@
 # The whole test suite: lint, migrations check, then every test on SQLite (with the real local
 # RocketMQ, Redis and headless Chromium) and the database tests again on PostgreSQL.
 #
-# The tests run in two lanes side by side, one per core of a CI machine:
+# The tests run in two lanes side by side:
 #   cluster: the tests on the session's RocketMQ cluster or Keycloak, and those that start a
 #            RocketMQ of their own (marked cluster_lane by tests/conftest.py). They mostly wait
 #            on brokers, clients and JVMs.
 #   python:  the rest (most keep a core busy; some drive Chromium), then the PostgreSQL runs.
-# Each lane has a session of its own (cluster, Redis, database, temporary folders) and a block of
-# ports of its own (FREE_PORTS, devstack/processes.py). The python lane's report is printed when
-# both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
+# Each lane runs on two pytest-xdist workers that take a module at a time, the modules with slow
+# tests first. Each worker is a session of its own (its own cluster when a test asks for one,
+# Redis, database, temporary folders) with ports of its own: the lane's block (FREE_PORTS,
+# devstack/processes.py) shared out by tests/conftest.py. The python lane's report is printed
+# when both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
@@ -20,6 +22,8 @@ export DEBUG=true
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py makemigrations --check --dry-run
+
+WORKERS="-n 2 --dist loadgroup --no-loadscope-reorder"
 
 # pytest's status, with "no tests were selected" (5) counted as passed
 run_pytest() {
@@ -32,9 +36,9 @@ run_pytest() {
 python_lane() {
   local status=0
   export FREE_PORTS=20000-29999
-  run_pytest -p no:cacheprovider -m "not cluster_lane" --durations=20 "$@" || status=1
+  run_pytest -p no:cacheprovider $WORKERS -m "not cluster_lane" --durations=20 "$@" || status=1
   echo "--- database tests again, on a throwaway PostgreSQL ---"
-  .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -p no:cacheprovider -m "not broker and not browser" \
+  .venv/bin/python -m devstack.postgres -- .venv/bin/python -m pytest -p no:cacheprovider $WORKERS -m "not broker and not browser" \
     tests/test_database.py tests/identity/test_auth.py tests/live/test_views.py tests/live/test_api.py tests/live/test_tasks.py \
     tests/test_models.py tests/changes tests/reports tests/stats/test_views.py tests/alerts/test_evaluate.py tests/alerts/test_delivery.py \
     tests/stats/test_runs.py::test_overlapping_runs_are_refused tests/identity/test_grants.py tests/identity/test_scoped_access.py \
@@ -50,7 +54,7 @@ started=$SECONDS
 python_lane "$@" >"$python_log" 2>&1 &
 python_pid=$!
 cluster_status=0
-FREE_PORTS=10000-19999 run_pytest -m cluster_lane --durations=30 "$@" || cluster_status=$?
+FREE_PORTS=10000-19999 run_pytest $WORKERS -m cluster_lane --durations=30 "$@" || cluster_status=$?
 echo "--- cluster lane done after $((SECONDS - started)) s; waiting for the python lane ---"
 python_status=0
 wait "$python_pid" || python_status=$?

@@ -15,7 +15,7 @@ import pytest
 
 from consumers.rocketmq import AdminClient
 from devstack.mqadmin import MQAdmin
-from devstack.processes import stop_all
+from devstack.processes import port_block, stop_all
 from devstack.redis import LocalRedis
 from devstack.rocketmq import LocalRocketMQ, run_coroutine
 from devstack.runtime import ensure_runtime
@@ -30,17 +30,47 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # scripts/test.sh runs the suite in two lanes side by side. The cluster lane has the tests on the
-# session's RocketMQ or Keycloak and those that start a RocketMQ of their own (marked broker), so
-# that two clusters never start at once on two cores (a fuzz request took 2.6 s while the demo's
-# JVMs started beside the session's). The python lane has the rest.
+# session's RocketMQ or Keycloak and those that start a RocketMQ of their own (marked broker): they
+# mostly wait on brokers, clients and JVMs. The python lane has the rest, which mostly keep a core
+# busy. Each lane runs on two pytest-xdist workers, and each worker is a session of its own (its
+# own cluster when a test asks for one, Redis, database and temporary folders).
 SESSION_PARTS = {"rocketmq", "keycloak"}
+SHARED_PARTS = {"keycloak", "installed_console"}  # a JVM started in 20 s; a wheel built and installed
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects
+@pytest.hookimpl(tryfirst=True)  # before -m deselects, and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if SESSION_PARTS & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("broker"):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SESSION_PARTS & fixtures or item.get_closest_marker("broker"):
             item.add_marker("cluster_lane")
+        # a worker takes a module at a time (--dist loadgroup), so module fixtures (a browser, a
+        # production server) start once; the tests of a costly session part go together, so it
+        # starts once a lane
+        shared = sorted(SHARED_PARTS & fixtures)
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else _module(item)))
+    # the modules with slow tests are handed out first: one left for the end keeps a worker busy
+    # while the other has nothing left to do
+    slow = {_module(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _module(item) not in slow)
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _worker_port_block() -> None:
+    """Two workers of a lane would pick the same free port at once now and then: each takes its
+    share of the lane's block (FREE_PORTS, devstack/processes.py)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker and count > 1:
+        floor, ceiling = port_block()
+        share = (ceiling - floor) // count
+        first = floor + int(worker.removeprefix("gw")) * share
+        os.environ["FREE_PORTS"] = f"{first}-{first + share - 1}"
+
+
+_worker_port_block()
 
 
 def run(coro):
@@ -224,6 +254,17 @@ def history_dir(tmp_path, settings):
 
 
 PASSWORD = "a-long-test-password-1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing():
+    """Test users' passwords hashed with few iterations (tests/support/hashers.py)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    quick = "tests.support.hashers.QuickPBKDF2PasswordHasher"
+    with override_settings(PASSWORD_HASHERS=[quick, *settings.PASSWORD_HASHERS]):
+        yield
 
 
 @pytest.fixture

@@ -27,6 +27,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -100,10 +107,16 @@ def test_a_program_a_script_runs_in_the_background_dies_with_us_too(tmp_path):
     the launcher sets it again. Without it the program outlived a killed test session."""
     holder = subprocess.Popen([sys.executable, "-c", BACKGROUND, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).resolve().parents[2])  # fmt: skip
-    pid = int(holder.stdout.readline())
-    assert alive(pid) and Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"/bin/sleep")
-    holder.send_signal(signal.SIGKILL)
-    holder.wait()
+    try:
+        pid = int(holder.stdout.readline())
+        # the shell printed the pid when it forked: the program is there once the child has exec'd
+        deadline = time.monotonic() + 10
+        while not _command_line(pid).startswith(b"/bin/sleep") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive(pid) and _command_line(pid).startswith(b"/bin/sleep")
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
     deadline = time.monotonic() + 10
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
