@@ -3,10 +3,10 @@
 # RocketMQ, Redis and headless Chromium) and the database tests again on PostgreSQL.
 #
 # The tests run in two lanes side by side:
-#   cluster: the tests on the session's RocketMQ cluster or Keycloak, and those that start a
-#            RocketMQ of their own (marked cluster_lane by tests/conftest.py). They mostly wait
-#            on brokers, clients and JVMs.
-#   python:  the rest (most keep a core busy; some drive Chromium), then the PostgreSQL runs.
+#   cluster: the tests on the session's RocketMQ cluster or Keycloak (marked cluster_lane by
+#            tests/conftest.py). They mostly wait on brokers, clients and JVMs.
+#   python:  the rest (most keep a core busy; some drive Chromium or start a RocketMQ of their
+#            own), then the PostgreSQL runs.
 # Each lane runs on two pytest-xdist workers that take a module at a time, the modules with slow
 # tests first. Each worker is a session of its own (its own cluster when a test asks for one,
 # Redis, database, temporary folders) with ports of its own: the lane's block (FREE_PORTS,

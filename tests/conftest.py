@@ -30,10 +30,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # scripts/test.sh runs the suite in two lanes side by side. The cluster lane has the tests on the
-# session's RocketMQ or Keycloak and those that start a RocketMQ of their own (marked broker): they
-# mostly wait on brokers, clients and JVMs. The python lane has the rest, which mostly keep a core
-# busy. Each lane runs on two pytest-xdist workers, and each worker is a session of its own (its
-# own cluster when a test asks for one, Redis, database and temporary folders).
+# session's RocketMQ or Keycloak, which mostly wait on brokers, clients and JVMs; the python lane
+# has the rest (those that start a RocketMQ of their own too), which mostly keep a core busy. Each
+# lane runs on two pytest-xdist workers, and each worker is a session of its own (its own cluster
+# when a test asks for one, Redis, database and temporary folders).
 SESSION_PARTS = {"rocketmq", "keycloak"}
 SHARED_PARTS = {"keycloak", "installed_console"}  # a JVM started in 20 s; a wheel built and installed
 
@@ -42,7 +42,7 @@ SHARED_PARTS = {"keycloak", "installed_console"}  # a JVM started in 20 s; a whe
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if SESSION_PARTS & fixtures or item.get_closest_marker("broker"):
+        if SESSION_PARTS & fixtures:
             item.add_marker("cluster_lane")
         # a worker takes a module at a time (--dist loadgroup), so module fixtures (a browser, a
         # production server) start once; the tests of a costly session part go together, so it

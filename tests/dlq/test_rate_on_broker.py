@@ -112,4 +112,4 @@ def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
     print(f"\nbusiest second: born {busiest_second(born)}, stored {busiest} (ceiling {RATE} + {2 * burst}, "
           f"latency spread {spread} ms: {allowance}); {rate:.1f} msg/s while sending")  # fmt: skip
     assert busiest <= allowance
-    assert 0.95 * RATE <= rate <= 1.05 * RATE
+    assert 0.9 * RATE <= rate <= 1.05 * RATE  # late wake-ups on a busy machine: see test_dlq's rate test

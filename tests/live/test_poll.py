@@ -105,7 +105,9 @@ def test_a_failing_group_shows_a_retry_storm_and_a_growing_dlq(cluster, redis, t
     topic = create_topic(names.topic("storm"))
     group = names.group("storm")
     traffic.produce(topic, 40)
-    traffic.consume(group, topic, mode="failing", failAll=True, maxReconsumeTimes=3)
+    # ten one-second retries a message: the storm lasts long enough for a poll to see it under
+    # way even when the machine is busy (with three, it was over between two polls)
+    traffic.consume(group, topic, mode="failing", failAll=True, maxReconsumeTimes=10)
     seen, dlq = Counter(), []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not ({"RETRY_STORM", "DLQ_GROWING"} <= set(seen)):
