@@ -209,7 +209,7 @@ def free_port(*, also_free: tuple[int, ...] = (), start: int | None = None) -> i
             ports = {candidate} | {candidate + offset for offset in also_free}
             if ports & _handed_out:
                 continue
-            if all(1024 < p < ceiling and port_is_free(p) for p in ports):
+            if all(max(floor, 1025) <= p < ceiling and port_is_free(p) for p in ports):  # within the block
                 _handed_out.update(ports)
                 return candidate
     raise RuntimeError("no free port block found")
