@@ -60,8 +60,8 @@ def _module(item) -> str:
 
 
 def _worker_port_block() -> None:
-    """Two workers of a lane would pick the same free port at once now and then: each takes its
-    share of the lane's block (FREE_PORTS, devstack/processes.py)."""
+    """Two workers of a lane could pick the same free port at once (each knows only the ports it
+    handed out itself): each takes its share of the lane's block (FREE_PORTS, devstack/processes.py)."""
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if worker and count > 1:
         floor, ceiling = port_block()
