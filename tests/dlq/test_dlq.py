@@ -25,7 +25,7 @@ from consumers.dlq import redrive, runner, selectors
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob, RedrivenMessage
 from consumers.models import Cluster
-from consumers.rocketmq import AdminClient, NoPermission
+from consumers.rocketmq import AdminClient, BrokerBusy, NoPermission
 from consumers.rocketmq.codes import dlq_topic
 from consumers.rocketmq.models import MessageQueue
 from devstack.mqadmin import parse_topic_status
@@ -223,12 +223,24 @@ def fill_dlq(mqadmin, namesrv, group: str, count: int, *, perm: int = 6) -> None
 
     async def fill():
         async with AdminClient(namesrv) as client:
+
+            def one(i: int):
+                properties = {"RETRY_TOPIC": "T-origin", "ORIGIN_MESSAGE_ID": f"o-{i}"}
+                return client.actions.send_message(dlq_topic(group), f"dead {i}".encode(), keys=[f"k-{i}"],
+                                                   properties=properties)  # fmt: skip
+
             for start in range(0, count, 200):
-                await asyncio.gather(*(
-                    client.actions.send_message(dlq_topic(group), f"dead {i}".encode(), keys=[f"k-{i}"],
-                                                properties={"RETRY_TOPIC": "T-origin", "ORIGIN_MESSAGE_ID": f"o-{i}"})
-                    for i in range(start, min(count, start + 200))
-                ))  # fmt: skip
+                todo = list(range(start, min(count, start + 200)))
+                for _ in range(20):
+                    results = await asyncio.gather(*(one(i) for i in todo), return_exceptions=True)
+                    # a broker on a busy machine sheds load (SYSTEM_BUSY: nothing stored); others are errors
+                    if errors := [r for r in results if isinstance(r, Exception) and not isinstance(r, BrokerBusy)]:
+                        raise errors[0]
+                    todo = [i for i, r in zip(todo, results, strict=True) if isinstance(r, BrokerBusy)]
+                    if not todo:
+                        break
+                    await asyncio.sleep(0.2)
+                assert not todo, f"{len(todo)} sends still refused as busy"
 
     run(fill())
 
@@ -262,7 +274,7 @@ def target_messages(namesrv, topic: str) -> list:
 
 
 def test_a_rate_limited_job_keeps_its_rate(
-    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, django_capture_on_commit_callbacks
+    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, pacers, django_capture_on_commit_callbacks
 ):
     group, target = names.group("rate"), create_topic(names.topic("rate-target"))
     fill_dlq(mqadmin, namesrv, group, 2000)
@@ -282,11 +294,15 @@ def test_a_rate_limited_job_keeps_its_rate(
     stored = sorted(m.store_timestamp for m in target_messages(namesrv, target))
     assert len(stored) == 2000
     rate = (len(stored) - 1) / ((stored[-1] - stored[0]) / 1000)
-    print(f"\nredrive rate {rate:.1f} msg/s for 200 asked")
-    # a ceiling, and no needless throttling: the pacer counts each batch's time from when it
-    # really went, so late wake-ups on a busy machine cost a little (183.5 and 187.2 msg/s
-    # measured with four test workers keeping two cores at 100 %); a catch-up burst would not
-    assert 180 <= rate <= 210
+    (pacer,) = pacers
+    ideal = (pacer.taken - pacer.batch) / 200  # the first batch goes at once, each later one a batch's time on
+    print(f"\nredrive rate {rate:.1f} msg/s for 200 asked; the pacer held {pacer.held:.2f} s of {ideal:.2f}")
+    # the rate is a ceiling (a catch-up burst would break it), and the pacer holds sends back no
+    # longer than the rate needs. How close the wall clock comes to 200 depends on the machine:
+    # 198 idle here, 190 with four busy loops beside it, 166 on a CI machine at 100 % before
+    # late wake-ups were forgiven; the floor only says the job was not stalled outside the pacer.
+    assert rate <= 210 and pacer.held <= ideal
+    assert rate >= 100
     assert ChangeRequest.objects.get(pk=job.change_request.pk).state == "done"
 
 

@@ -47,7 +47,7 @@ def rate_while_sending(stamps_ms: list[int], idle_ms: int = 500) -> float:
 
 
 def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
-    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings
+    personas, cluster, mqadmin, namesrv, names, create_topic, monkeypatch, settings, pacers
 ):
     monkeypatch.setattr("consumers.dlq.tasks.run_redrive.delay", lambda pk: None)  # the test runs the worker
     monkeypatch.setattr(runner, "WINDOW", RATE)  # a window a second: pause acts within one
@@ -97,10 +97,10 @@ def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
     copies = target_messages(namesrv, target)
     born, stamps = sorted(m.born_timestamp for m in copies), sorted(m.store_timestamp for m in copies)
     # born: when the console built each send request, right after the pacer let its batch go.
-    # Every batch goes at least a batch's time after the previous one went, and a batch's stamp
-    # falls before the next one goes: at most RATE + 2 batches in any second (one batch for the
-    # window's edges, one for millisecond stamps).
-    burst = runner.Pacer(RATE).batch
+    # Each batch is due a batch's time after the previous one was due, and goes at most half a
+    # batch's time late without moving the schedule: at most RATE + 2 batches in any second (one
+    # batch for the lateness forgiven and the window's edges, one for millisecond stamps).
+    burst = pacers[0].batch
     assert len(born) == TOTAL and busiest_second(born) <= RATE + 2 * burst
     # stored: the broker's times add each send's latency, which the console does not govern; a
     # send slower than the next one lets them land closer together, by at most the spread of
@@ -112,4 +112,10 @@ def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
     print(f"\nbusiest second: born {busiest_second(born)}, stored {busiest} (ceiling {RATE} + {2 * burst}, "
           f"latency spread {spread} ms: {allowance}); {rate:.1f} msg/s while sending")  # fmt: skip
     assert busiest <= allowance
-    assert 0.9 * RATE <= rate <= 1.05 * RATE  # late wake-ups on a busy machine: see test_dlq's rate test
+    # the pacers held sends back no longer than the rate needs for what they let go; the wall
+    # clock's rate is the machine's (see test_dlq's rate test): its floor only says nothing
+    # stalled the job outside the pacers
+    held, taken = sum(p.held for p in pacers), sum(p.taken for p in pacers)
+    print(f"the pacers held {held:.2f} s for {taken} messages")
+    assert held <= taken / RATE
+    assert 0.5 * RATE <= rate <= 1.05 * RATE
