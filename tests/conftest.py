@@ -55,6 +55,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: _module(item) not in slow)
 
 
+def pytest_xdist_node_collection_finished(node, ids):
+    # xdist groups by a suffix its workers write into each test's id; when that silently stops
+    # working (pytest 9.2 with xdist 3.8, pytest-xdist#1386) a module's tests are spread over
+    # both workers, each starting the module's browser or server and the session's Keycloak
+    if node.config.option.dist == "loadgroup" and any("@" not in i for i in ids):
+        raise pytest.UsageError("--dist loadgroup is not grouping tests: see the pytest pin in requirements.txt")
+
+
 def _module(item) -> str:
     return item.nodeid.split("::")[0]
 
@@ -265,6 +273,18 @@ def quick_password_hashing():
     quick = "tests.support.hashers.QuickPBKDF2PasswordHasher"
     with override_settings(PASSWORD_HASHERS=[quick, *settings.PASSWORD_HASHERS]):
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def views_imported():
+    """Every view module imported before any test patches a name they import: the first
+    request of a session imports the URLconf, and a view module imported under a test's
+    monkeypatch keeps the patched function for the rest of the session. (tests/dlq/test_api.py's
+    DLQ in memory stayed in the export view that way whenever its tests came first in a worker:
+    later exports read one queue of the real DLQ, and a write-only one as if readable.)"""
+    from django.urls import get_resolver
+
+    assert get_resolver().url_patterns
 
 
 @pytest.fixture
