@@ -7,8 +7,8 @@
 #            tests/conftest.py). They mostly wait on brokers, clients and JVMs.
 #   python:  the rest (most keep a core busy; some drive Chromium or start a RocketMQ of their
 #            own), then the PostgreSQL runs.
-# Each lane runs on two pytest-xdist workers that take a module at a time, the modules with slow
-# tests first. Each worker is a session of its own (its own cluster when a test asks for one,
+# Each lane runs on two pytest-xdist workers that take a test at a time, those of the modules with
+# slow tests first (why not a module at a time: tests/conftest.py). Each worker is a session of its own (its own cluster when a test asks for one,
 # Redis, database, temporary folders) with ports of its own: the lane's block (FREE_PORTS,
 # devstack/processes.py) shared out by tests/conftest.py. The python lane's report is printed
 # when both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
@@ -23,7 +23,7 @@ export DEBUG=true
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py makemigrations --check --dry-run
 
-WORKERS="-n 2 --dist loadgroup --no-loadscope-reorder"
+WORKERS="-n 2 --dist load"
 
 # pytest's status, with "no tests were selected" (5) counted as passed
 run_pytest() {
