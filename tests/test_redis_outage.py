@@ -81,6 +81,8 @@ def test_workers_survive_redis_down_and_data_is_fresh_within_two_polls(
                           log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
     try:
         wait(lambda: _meta(server.url, cluster_id), 120, "a first poll")
+        for worker in workers:  # both up before the outage (one started after it once, on a busy machine)
+            wait(lambda w=worker: " ready." in w.log_path.read_text(errors="replace"), 120, f"{worker.name} ready")
         # the console's own web process, on the same Redis, with the cluster under the same id
         settings.REDIS_URL = server.url
         cluster = Cluster.objects.create(
