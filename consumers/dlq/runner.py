@@ -146,16 +146,13 @@ class Pacer:
     every batch counted from when it really went). Later than that, the schedule starts again
     from now. So two batches never go less than half a batch's time apart, and any second
     holds at most the rate plus one batch. Windows sending concurrently on the session's loop
-    take their turns one at a time, so they share the one rate.
-
-    `held` is the time the pacer made senders wait: what the rate cost, apart from the time
-    the machine took (the rate test's floor, which a wall clock on a busy machine is not)."""
+    take their turns one at a time, so they share the one rate."""
 
     def __init__(self, rate: int, *, clock=time.monotonic, sleep=asyncio.sleep):
         self.rate, self.clock, self.sleep = rate, clock, sleep
         self.unthrottled = rate >= settings.REDRIVE_MAX_RATE  # the highest rate: as fast as the broker takes them
         self.batch = WINDOW if self.unthrottled else max(1, rate // 20)
-        self.next, self.held = clock(), 0.0
+        self.next = clock()
         self._turn = asyncio.Lock()
 
     async def take(self, count: int) -> None:
@@ -165,11 +162,9 @@ class Pacer:
         async with self._turn:
             wait = self.next - self.clock()
             if wait > 0:
-                self.held += wait
                 await self.sleep(wait)
-            step = count / self.rate
-            late = self.clock() - self.next
-            self.next = (self.next if late <= step / 2 else self.clock()) + step
+            now, step = self.clock(), count / self.rate
+            self.next = (self.next if now - self.next <= step / 2 else now) + step
 
 
 @dataclass

@@ -23,7 +23,13 @@ def pacers(monkeypatch) -> list:
     class Kept(runner.Pacer):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.taken = 0
+            self.taken, self.held, sleep = 0, 0.0, self.sleep
+
+            async def counted(seconds: float) -> None:
+                self.held += seconds
+                await sleep(seconds)
+
+            self.sleep = counted
             made.append(self)
 
         async def take(self, count: int) -> None:
