@@ -8,10 +8,11 @@
 #   python:  the rest (most keep a core busy; some drive Chromium or start a RocketMQ of their
 #            own), then the PostgreSQL runs.
 # Each lane runs on two pytest-xdist workers that take a test at a time, those of the modules with
-# slow tests first (why not a module at a time: tests/conftest.py). Each worker is a session of its own (its own cluster when a test asks for one,
-# Redis, database, temporary folders) with ports of its own: the lane's block (FREE_PORTS,
-# devstack/processes.py) shared out by tests/conftest.py. The python lane's report is printed
-# when both are done. Arguments go to both lanes' pytest (a lane with nothing selected passes).
+# slow tests first (why not a module at a time: tests/conftest.py). Each worker is a session of
+# its own (its own cluster when a test asks for one, Redis, database, temporary folders) with
+# ports of its own: the lane's block (FREE_PORTS, devstack/processes.py) shared out by
+# tests/conftest.py. The python lane's report is printed when both are done. Arguments go to
+# both lanes' pytest (a lane with nothing selected passes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
