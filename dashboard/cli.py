@@ -30,11 +30,24 @@ LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
 
 def version() -> str:
+    """The installed release's version when this very file is one that release installed;
+    otherwise the checkout's pyproject.toml, marked +checkout.
+
+    Finding the name is not enough: `pip install .` in a checkout leaves
+    `rocketmq_console.egg-info` there, and from the checkout's directory importlib.metadata
+    finds it first, so a checkout would take a stale install's identity. An installed release
+    has a RECORD (an egg-info has none) listing the files it put down; this file must be one.
+    """
+    here = Path(__file__).resolve()
     try:
-        return metadata.version(PROG)
-    except metadata.PackageNotFoundError:  # a checkout: its pyproject.toml
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        return tomllib.loads(pyproject.read_text())["project"]["version"] + "+checkout"
+        installed = metadata.distribution(PROG)
+    except metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None and installed.read_text("RECORD") is not None:
+        if any(Path(installed.locate_file(f)).resolve() == here for f in installed.files or ()):
+            return installed.version
+    pyproject = here.parent.parent / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text())["project"]["version"] + "+checkout"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -243,3 +243,25 @@ def test_the_checkout_runs_the_same_command_as_a_module():
     result = subprocess.run([sys.executable, "-m", "dashboard.cli", "--version"], capture_output=True, text=True,
                             cwd=CHECKOUT, timeout=60)  # fmt: skip
     assert result.returncode == 0 and result.stdout.strip() == f"rocketmq-console {_version()}+checkout"
+
+
+def test_a_stale_egg_info_beside_the_checkout_does_not_lend_it_a_release_version(tmp_path):
+    """`pip install .` in a checkout leaves rocketmq_console.egg-info there; run from that
+    directory, importlib.metadata finds it first. A stand-in checkout (the real packages linked
+    in, so the files it names are this checkout's own) with such an egg-info of another version
+    must still say +checkout."""
+    for name in ("dashboard", "consumers", "pyproject.toml"):
+        (tmp_path / name).symlink_to(CHECKOUT / name)
+    egg = tmp_path / "rocketmq_console.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: rocketmq-console\nVersion: 9.9.9\n")
+    (egg / "SOURCES.txt").write_text("dashboard/__init__.py\ndashboard/cli.py\n")
+    (egg / "entry_points.txt").write_text("[console_scripts]\nrocketmq-console = dashboard.cli:main\n")
+
+    asked = "from importlib import metadata; print(metadata.version('rocketmq-console'))"
+    found = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert found.stdout.strip() == "9.9.9", found  # the trap is real: metadata finds the stale one
+    result = subprocess.run([sys.executable, "-m", "dashboard.cli", "--version"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"rocketmq-console {_version()}+checkout"
