@@ -9,6 +9,7 @@ index answer cut at its maximum): a list that may be incomplete says so."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
@@ -33,11 +34,17 @@ def broker_of(info: ClusterInfo, address: str) -> str | None:
     return next((name for name, b in sorted(info.brokers.items()) if address in b.addrs.values()), None)
 
 
-async def find_by_id(client: AdminClient, msg_id: str, topic: str | None = None) -> Found:
+async def find_by_id(
+    client: AdminClient, msg_id: str, topic: str | None = None, visible: Callable[[str], bool] | None = None
+) -> Found:
     """An offset id first (VIEW_MESSAGE_BY_ID at the broker it names), then, with a topic, a
-    client id (UNIQ_KEY) in that topic's index: the two look alike (32 or 56 hex characters)."""
+    client id (UNIQ_KEY) in that topic's index: the two look alike (32 or 56 hex characters).
+
+    `visible` (a scoped user's view): an offset id naming a message of a topic it does not
+    see is answered exactly as an id that names nothing, so neither the topic nor whether the
+    id exists leaks."""
     found = await client.messages.view_offset_id(msg_id, topic=topic)
-    if found is not None:
+    if found is not None and (visible is None or visible(found.topic)):
         info = await client.topology.cluster_info(max_age=10.0)
         broker = broker_of(info, found.store_host) or found.store_host
         how = _("offset id %(id)s: commit-log offset %(offset)s on %(broker)s")

@@ -6,6 +6,7 @@ Redis) and the redrives of a dead letter (dlq.models.RedrivenMessage)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -18,9 +19,11 @@ from ..models import Cluster
 from ..redis_client import get_redis
 from ..rocketmq import TopicNotFound
 from ..rocketmq.ops.messages import Located
+from ..skips import selectors as skip_selectors
 from . import lookup, selectors
 from .forms import Search
 from .track import Tracking, track
+from .verdicts import Skip
 
 
 class NoSuchTopic(LookupError):
@@ -44,9 +47,13 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
     if search.topic:
         _require_topic(cluster, search.topic, scope)
 
+    visible = None
+    if not scope.everything:
+        visible = functools.cache(lambda topic: selectors.topic_visible(get_redis(), cluster, topic, scope))
+
     async def work(client):
         if search.by == "id":
-            return Result(await lookup.find_by_id(client, search.msg_id, search.topic or None))
+            return Result(await lookup.find_by_id(client, search.msg_id, search.topic or None, visible))
         if search.by == "key":
             found = await lookup.find_by_key(client, search.topic, search.key, search.since_ms or 0, search.until_ms)
             return Result(found)
@@ -57,14 +64,8 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
         return Result(page=page)
 
     result = _on_topic(cluster, search.topic, work)
-    if result.found is not None and not scope.everything:
-        seen: dict[str, bool] = {}
-        shown = [
-            m
-            for m in result.found.messages
-            if seen.setdefault(m.message.topic, selectors.topic_visible(get_redis(), cluster, m.message.topic, scope))
-        ]
-        result.found.messages = shown
+    if result.found is not None and visible is not None:
+        result.found.messages = [m for m in result.found.messages if visible(m.message.topic)]
     return result
 
 
@@ -93,10 +94,13 @@ def track_message(cluster: Cluster, found: Located, scope: Scope = EVERYTHING) -
     poll's view of each group and the console's redrives of its dead letters."""
     m = found.message
     hints = selectors.hints(get_redis(), cluster, m.topic, found.broker, m.queue_id)
+    skipped = skip_selectors.covering(cluster, m.topic, found.broker, m.queue_id, m.queue_offset)
+    skips = {group: Skip(change, key) for group, (change, key) in skipped.items()}
     tracking = run_on_cluster(
         cluster,
-        lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list, trace_topic=settings.ROCKETMQ_TRACE_TOPIC),
-    )
+        lambda c: track(c, found, hints=hints, proxies=cluster.proxy_list, trace_topic=settings.ROCKETMQ_TRACE_TOPIC,
+                        skips=skips),
+    )  # fmt: skip
     if not scope.everything:
         tracking.groups = [g for g in tracking.groups if scope.sees_group(cluster.name, g.group)]
         if tracking.trace is not None:

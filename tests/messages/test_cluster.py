@@ -8,6 +8,7 @@ follows dead letters through their retry copies into the DLQ (the session's sett
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -167,3 +168,41 @@ def test_dead_letters_are_followed_through_their_retry_copies_into_the_dlq(settl
     assert (stalled.verdict, stalled.ahead) == ("not_yet", 0), stalled  # its committed offset is pinned on it
     tracks = parse_message_tracks(mqadmin.run("queryMsgById", "-t", settled.topic, "-i", held.offset_msg_id).out)
     assert tracks[settled.stalled.group][0] == "NOT_CONSUME_YET"
+
+
+def test_finding_by_id_outside_the_scope_answers_as_an_id_that_names_nothing(
+    db, traffic, names, create_topic, namesrv, client, redis
+):
+    """A scoped user who knows an offset id of another team's message learns neither its topic
+    nor that it exists: the answers (API and page, with and without a topic of their own) equal
+    those for an id of the same shape that names no message."""
+    from django.contrib.auth import get_user_model
+
+    from consumers.identity import Grant
+
+    mine, theirs = create_topic(names.topic("scope-mine")), create_topic(names.topic("scope-theirs"))
+    (sent,) = traffic.produce(theirs, 1).sent
+    Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    user = get_user_model().objects.create_user("scoped-finder")
+    Grant.objects.create(subject_kind="user", subject=user.username, role="viewer", clusters="local",
+                         groups="scope-nothing-*", topics=mine)  # fmt: skip
+    real = sent.offset_msg_id
+    nothing = real[:16] + f"{2**62:016X}"  # the same broker, a commit-log offset far past its end
+    client.force_login(user)
+
+    def answers(msg_id: str) -> list[str]:
+        said = []
+        for topic in (mine, ""):
+            api = client.get("/api/messages/", {"cluster": "local", "by": "id", "msg_id": msg_id, "topic": topic})
+            page = client.get("/messages/", {"cluster": "local", "by": "id", "msg_id": msg_id, "topic": topic})
+            assert api.status_code == page.status_code == 200, (api.content, page.status_code)
+            said += [api.content.decode().replace(msg_id, "<id>"), page.content.decode().replace(msg_id, "<id>")]
+        return said
+
+    csrf = re.compile(r'"(X-CSRFToken|csrfmiddlewaretoken)": "[^"]+"|name="csrfmiddlewaretoken" value="[^"]+"')
+    for outside, unknown in zip(answers(real), answers(nothing), strict=True):
+        assert theirs not in outside and csrf.sub("", outside) == csrf.sub("", unknown)
+    # the oracle that the id is real: a user who sees everything is shown the message and its topic
+    client.force_login(get_user_model().objects.create_superuser("finder-admin"))
+    shown = client.get("/api/messages/", {"cluster": "local", "by": "id", "msg_id": real, "topic": mine}).json()
+    assert [m["topic"] for m in shown["messages"]] == [theirs] and theirs in " ".join(shown["problems"])
