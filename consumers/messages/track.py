@@ -25,7 +25,7 @@ from ..rocketmq.proxies import read_proxies
 from ..rocketmq.snapshot import RUNNING_INFO_TIMEOUT
 from .traces import Trace
 from .traces import read as read_trace
-from .verdicts import Copy, GroupTrack, Hint, Reading, judge
+from .verdicts import Copy, GroupTrack, Hint, Reading, Skip, judge
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # where a retry copy waits out its delay level
 
@@ -49,7 +49,9 @@ async def track(
     hints: dict[str, Hint] | None = None,
     proxies: list[str] = (),
     trace_topic: str = "",
+    skips: dict[str, Skip] | None = None,
 ) -> Tracking:
+    """`skips`: per group, the console's skip that passed over the message (skips.selectors)."""
     m = found.message
     mq = MessageQueue(m.topic, found.broker, m.queue_id)
     hints = hints or {}
@@ -57,7 +59,8 @@ async def track(
     problems: list[str] = []
     address = await client.topology.master_addr(found.broker)
     groups = await _groups(client, m.topic, hints, problems)
-    readings = {g: Reading(g, mq, m.queue_offset, m.tags, hint=hints.get(g)) for g in groups}
+    skips = skips or {}
+    readings = {g: Reading(g, mq, m.queue_offset, m.tags, hint=hints.get(g), skip=skips.get(g)) for g in groups}
     offsets, connections, modes = await asyncio.gather(
         client.progress.consumer_offsets_many([(g, mq, address) for g in groups]),
         client.progress.consumer_connections_many([(g, address) for g in groups]),
@@ -76,6 +79,7 @@ async def track(
         r.pop = m.topic in modes.get(group, ())
     await _ask_proxies(client, readings, list(proxies))
     await _copies(client, found, readings, problems)
+    await _skip_copies(client, m.store_timestamp, readings)
     await _running_info(client, readings, address)
     trace = await read_trace(client, m, trace_topic) if trace_topic else None
     return Tracking([judge(r) for r in readings.values()], problems, read_at, trace)
@@ -172,6 +176,32 @@ async def _copies(client: AdminClient, found: Located, readings: dict[str, Readi
                     delay_level=c.properties.get("DELAY") if kind == "scheduled" else None,
                 ))  # fmt: skip
     await _retry_offsets(client, readings)
+
+
+async def _skip_copies(client: AdminClient, since_ms: int, readings: dict[str, Reading]) -> None:
+    """The copies the console's skips sent to the groups' DLQs, found by the ids they were
+    sent with."""
+    asked = [r for r in readings.values() if r.skip is not None and r.skip.copy_key]
+    if not asked:
+        return
+    answers = await asyncio.gather(
+        *(client.messages.query_index(dlq_topic(r.group), r.skip.copy_key, unique=True, begin_ms=since_ms)
+          for r in asked),
+        return_exceptions=True,
+    )  # fmt: skip
+    for r, answer in zip(asked, answers, strict=True):
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, RocketMQError):
+                raise answer
+            r.skip.copy_error = _error(answer)
+            continue
+        if answer.messages:
+            located = answer.messages[0]
+            c = located.message
+            r.skip.copy = Copy("dlq", c.topic, located.broker, c.queue_id, c.queue_offset, c.store_timestamp,
+                               c.reconsume_times)  # fmt: skip
+        elif answer.errors:
+            r.skip.copy_error = "; ".join(f"{b}: {_error(e)}" for b, e in sorted(answer.errors.items()))
 
 
 def _copies_unread(readings: dict[str, Reading], group: str | None, problems: list[str], why: str) -> None:

@@ -2,6 +2,7 @@
 (`Reading`), with the evidence in words. Pure functions: `track.py` does the reading.
 
 The verdicts, strongest evidence first:
+- skipped: the console's own skip passed over it (a done skip change), its copy in the DLQ;
 - dlq: a copy of it is in %DLQ%<group> (it failed every redelivery);
 - retry: a copy waits in the group's retry topic, or in SCHEDULE_TOPIC_XXXX for its delay;
 - consumed: the group's committed offset on the message's queue is past it (after the
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext_lazy
 
+from ..rocketmq.codes import dlq_topic
 from ..rocketmq.models import ConsumerConnection, ConsumerRunningInfo, MessageQueue, SubscriptionData
 
 # (a context: "consumed" is also a count elsewhere)
@@ -30,6 +32,7 @@ LABELS = {
     "retry": pgettext_lazy("message verdict", "in retry"),
     "dlq": pgettext_lazy("message verdict", "in the DLQ"),
     "popped": pgettext_lazy("message verdict", "popped (ack unknown)"),
+    "skipped": pgettext_lazy("message verdict", "skipped"),
     "unknown": pgettext_lazy("message verdict", "unknown"),
 }
 POP_KINDS = ("pop", "grpc-simple", "grpc-push")
@@ -100,6 +103,19 @@ class GroupTrack:
 
 
 @dataclass
+class Skip:
+    """A skip of the console's that passed over the message (a done skip change whose range
+    holds its offset): the change, and the client id its copy in the group's DLQ was sent
+    with (None: the requester kept no copy). The copy has an id of its own (the original's is
+    only in ORIGIN_MESSAGE_ID), so it is looked for by that id, not the message's."""
+
+    change: int
+    copy_key: str | None
+    copy: Copy | None = None
+    copy_error: str | None = None  # the DLQ's index could not be searched
+
+
+@dataclass
 class Reading:
     group: str
     mq: MessageQueue
@@ -115,6 +131,7 @@ class Reading:
     copies: list[Copy] = field(default_factory=list)
     copies_error: str | None = None
     running: dict[str, ConsumerRunningInfo | str] = field(default_factory=dict)  # broadcasting: per client
+    skip: Skip | None = None
 
 
 def tag_matches(sub: SubscriptionData, tags: str | None) -> bool | None:
@@ -160,6 +177,8 @@ def judge(r: Reading) -> GroupTrack:
     t.copies = sorted(r.copies, key=lambda c: (c.reconsume_times, c.store_ms, c.kind))
     if r.copies_error:
         t.notes.append(_("retry and DLQ copies not looked for: %(error)s") % {"error": r.copies_error})
+    if r.skip is not None and _skipped(t, r):
+        return t
     if _from_copies(t):
         return t
     if match is False:
@@ -178,6 +197,14 @@ def judge(r: Reading) -> GroupTrack:
             "queue": r.mq,
             "error": r.committed_error,
         }
+        return t
+    if r.committed is None and not (conn and conn.connections) and r.hint is None and not r.connection_error:
+        # nothing says it is a group at all: no offset here, no client, and the last poll did not
+        # see it consume the topic (mqadmin's track says UNKNOWN for such a name too)
+        t.why = _(
+            "the brokers name it as a consumer of %(topic)s, but it has no committed offset on %(queue)s, no "
+            "client online, and the last poll did not see it consume the topic: whether it is a group is unknown"
+        ) % {"topic": r.mq.topic, "queue": r.mq}
         return t
     if r.committed is None:
         t.verdict = "not_yet"
@@ -224,6 +251,34 @@ def _consumption(r: Reading) -> str | None:
     if conn and conn.connections:
         return {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push"}.get(conn.consume_type or "")
     return r.hint.consumption if r.hint else None
+
+
+def _skipped(t: GroupTrack, r: Reading) -> bool:
+    """The console skipped it: the verdict, with where its copy is. A skip the offset went back
+    over (an undo, a later reset) is only a note: the group will be sent the message again."""
+    skip = r.skip
+    if r.committed_error or r.committed is None or r.committed <= r.offset:
+        t.notes.append(
+            _("skipped by change #%(change)s, but the committed offset is no longer past it (an undo or a later reset)")
+            % {"change": skip.change}
+        )
+        return False
+    t.verdict = "skipped"
+    said = {"change": skip.change, "dlq": dlq_topic(r.group)}
+    if skip.copy is not None:
+        c = skip.copy
+        said.update(broker=c.broker, queue=c.queue_id, offset=c.offset)
+        t.why = _("skipped by change #%(change)s, its copy in %(dlq)s at %(broker)s#%(queue)s offset %(offset)s") % said
+        t.copies.append(c)
+    elif skip.copy_key is None:
+        t.why = _("skipped by change #%(change)s, with no copy kept (the request said not to copy it)") % said
+    elif skip.copy_error:
+        said["error"] = skip.copy_error
+        t.why = _("skipped by change #%(change)s; its copy in %(dlq)s could not be looked for: %(error)s") % said
+    else:
+        said["id"] = skip.copy_key
+        t.why = _("skipped by change #%(change)s; its copy (id %(id)s) is not in %(dlq)s's index") % said
+    return True
 
 
 def _from_copies(t: GroupTrack) -> bool:

@@ -6,7 +6,7 @@ mqadmin in test_cluster.py."""
 from __future__ import annotations
 
 from consumers.messages.track import track
-from consumers.messages.verdicts import Hint, Reading, judge, tag_matches
+from consumers.messages.verdicts import Hint, Reading, Skip, judge, tag_matches
 from consumers.rocketmq import AdminClient
 from consumers.rocketmq.codes import RequestCode
 from consumers.rocketmq.message import decode_messages
@@ -16,6 +16,8 @@ from tests.conftest import run
 from tests.support.fake_cluster import FakeCluster, connection, running_info
 
 UNIQ = "7F0000010C9C18B4AAC27D3A6E4F0001"
+SKIP_COPY = "5C1B0A0F2E1D4C3B2A1908F7E6D5C4B3"
+SKIPS = {"g-skipped": Skip(7, SKIP_COPY), "g-skip-undone": Skip(8, "A" * 32)}
 T0 = 1_700_000_000_000
 
 
@@ -29,12 +31,14 @@ def world() -> tuple[FakeCluster, object]:
     copy = {"UNIQ_KEY": UNIQ, "TAGS": "paid", "RETRY_TOPIC": "orders"}
     groups = {
         "g-done": 6, "g-behind": 2, "g-filter": 6, "g-retry": 6, "g-retried-ok": 6, "g-dead": 6, "g-sched": 6,
-        "g-offline": 6, "g-sql": 6, "g-pop": 6, "g-grpc": 6,
+        "g-offline": 6, "g-sql": 6, "g-pop": 6, "g-grpc": 6, "g-skipped": 6, "g-skip-undone": 5,
     }  # fmt: skip
     for group, offset in groups.items():
         c.offsets[(group, *mq)] = offset
-    c.consumers_of["orders"] = [*groups, "g-never", "g-broadcast", "TOOLS_CONSUMER"]
-    for group in ("g-done", "g-behind", "g-retry", "g-retried-ok", "g-dead", "g-sched", "g-pop", "g-never"):
+    # "orders": a name the brokers give as a consumer of the topic with nothing behind it
+    c.consumers_of["orders"] = [*groups, "g-never", "g-broadcast", "TOOLS_CONSUMER", "orders"]
+    for group in ("g-done", "g-behind", "g-retry", "g-retried-ok", "g-dead", "g-sched", "g-pop", "g-never",
+                  "g-skipped", "g-skip-undone"):  # fmt: skip
         c.connections[group] = connection("orders")
     c.connections["g-filter"] = connection("orders", "shipped || refunded")
     c.connections["g-sql"] = connection("orders", "amount > 5", kind="SQL92")
@@ -52,16 +56,19 @@ def world() -> tuple[FakeCluster, object]:
     c.add("SCHEDULE_TOPIC_XXXX", "broker-a", 2, {**copy, "REAL_TOPIC": "%RETRY%g-sched", "DELAY": "3"},
           reconsume_times=1, store_ms=later)  # fmt: skip
     c.add("%RETRY%g-other", "broker-a", 0, {**copy, "UNIQ_KEY": "F" * 32}, store_ms=later, collide=True)
+    # the console's skip copied it to the DLQ under an id of its own (skips.services.copy_of)
+    c.add("%DLQ%g-skipped", "broker-a", 0, {"UNIQ_KEY": SKIP_COPY, "ORIGIN_MESSAGE_ID": UNIQ, "SKIP_REQUEST": "7"},
+          store_ms=later + 2)  # fmt: skip
     return c, message
 
 
-def run_track(cluster: FakeCluster, stored, hints=None):
+def run_track(cluster: FakeCluster, stored, hints=None, skips=None):
     async def go():
         await cluster.start()
         try:
             async with AdminClient(cluster.namesrv, request_timeout=2.0) as client:
                 message = decode_messages(cluster.encode(stored))[0]
-                return await track(client, Located("broker-a", message), hints=hints or {})
+                return await track(client, Located("broker-a", message), hints=hints or {}, skips=skips)
         finally:
             await cluster.stop()
 
@@ -71,7 +78,8 @@ def run_track(cluster: FakeCluster, stored, hints=None):
 def test_every_group_of_the_topic_gets_its_verdict_with_the_evidence():
     cluster, message = world()
     hints = {"g-grpc": Hint(consumption="grpc-simple", in_flight=0, polled_at=1_700_000_100, polled_offset=6)}
-    tracking = run_track(cluster, message, hints)
+    skips = {group: Skip(s.change, s.copy_key) for group, s in SKIPS.items()}
+    tracking = run_track(cluster, message, hints, skips)
     got = {g.group: g for g in tracking.groups}
     assert {g: t.verdict for g, t in got.items()} == {
         "g-done": "consumed",
@@ -87,6 +95,9 @@ def test_every_group_of_the_topic_gets_its_verdict_with_the_evidence():
         "g-grpc": "consumed",
         "g-never": "not_yet",
         "g-broadcast": "not_yet",
+        "g-skipped": "skipped",
+        "g-skip-undone": "not_yet",
+        "orders": "unknown",
     }  # fmt: skip  (TOOLS_CONSUMER, a system group, is left out)
     assert got["g-done"].committed == 6 and "6 is past the message's offset 5" in got["g-done"].why
     assert got["g-behind"].ahead == 3 and "3 message(s) ahead" in got["g-behind"].why
@@ -108,6 +119,13 @@ def test_every_group_of_the_topic_gets_its_verdict_with_the_evidence():
     assert [(c.client_id, c.verdict, c.offset) for c in broadcast.clients] == [
         ("c1", "consumed", 6), ("c2", "not_yet", 4)]  # fmt: skip
     assert "1 of 2 client(s)" in broadcast.why
+    skipped = got["g-skipped"]
+    assert skipped.why == "skipped by change #7, its copy in %DLQ%g-skipped at broker-a#0 offset 0"
+    assert [(c.kind, c.topic, c.offset, c.store_ms) for c in skipped.copies] == [
+        ("dlq", "%DLQ%g-skipped", 0, T0 + 60_002)]  # fmt: skip
+    undone = got["g-skip-undone"]
+    assert undone.ahead == 0 and any("skipped by change #8, but" in n for n in undone.notes)
+    assert "whether it is a group is unknown" in got["orders"].why and got["orders"].online is False
     assert tracking.problems == []
 
 
@@ -121,7 +139,8 @@ def test_what_the_track_asks_the_brokers():
     assert "TOOLS_CONSUMER" not in {f["consumerGroup"] for _, f in offsets}
     searched = {f["topic"] for _, f in cluster.sent(RequestCode.QUERY_MESSAGE)}
     # only topics that exist: retry and DLQ topics of groups that have them, and the delay topic
-    assert searched == {"%RETRY%g-retry", "%RETRY%g-retried-ok", "%RETRY%g-dead", "%DLQ%g-dead", "SCHEDULE_TOPIC_XXXX"}
+    assert searched == {"%RETRY%g-retry", "%RETRY%g-retried-ok", "%RETRY%g-dead", "%DLQ%g-dead", "%DLQ%g-skipped",
+                        "SCHEDULE_TOPIC_XXXX"}  # fmt: skip
     assert {f["key"] for _, f in cluster.sent(RequestCode.QUERY_MESSAGE)} == {UNIQ}
 
 

@@ -33,7 +33,7 @@ def committed(mqadmin, group: str, topic: str) -> dict[str, int]:
 
 
 def test_a_poison_message_is_skipped_once_kept_in_the_dlq_and_the_orderly_client_moves_on(
-    personas, namesrv, traffic, names, create_topic, mqadmin, settings, monkeypatch
+    personas, namesrv, traffic, names, create_topic, mqadmin, settings, monkeypatch, client, redis
 ):
     # the Java client pauses ~10 s in a reset and may commit its old position meanwhile
     settings.RESET_VERIFY_SECONDS = 17
@@ -94,6 +94,19 @@ def test_a_poison_message_is_skipped_once_kept_in_the_dlq_and_the_orderly_client
     wait(lambda: committed(mqadmin, group, topic).get(label) == per_queue[(poison.broker, poison.queue_id)], 60,
          "the queue consumed to its end")  # fmt: skip
     assert poison.msg_id not in consumer.acked_ids
+
+    # the track names the skip and its copy (which has an id of its own), not "consumed"; a
+    # message behind it on the same queue was consumed
+    client.force_login(personas["viewer"])
+    base = f"/api/messages/local/{topic}/{poison.broker}/{poison.queue_id}"
+    mine = next(g for g in client.get(f"{base}/{poison.queue_offset}/track/").json()["groups"] if g["group"] == group)
+    assert mine["verdict"] == "skipped" and f"change #{done.pk}" in mine["why"], mine
+    assert [(c["kind"], c["topic"], c["broker"], c["offset"]) for c in mine["copies"]] == [
+        ("dlq", dlq_topic(group), poison.broker, dead[0].queue_offset)  # the DLQ is made on its broker
+    ], mine
+    tracked = client.get(f"{base}/{behind[0].queue_offset}/track/").json()["groups"]
+    after = next(g for g in tracked if g["group"] == group)
+    assert after["verdict"] == "consumed", after
 
     logged = AuditEvent.objects.filter(change_request=done, action="request").get()
     assert logged.details["params"]["skip"]["msg_ids"] == [poison.msg_id]
