@@ -10,7 +10,7 @@ from pathlib import Path
 from consumers.live import snapshots
 from consumers.live.brokers import BrokerReport
 from consumers.live.config import default_thresholds
-from consumers.live.documents import BrokerState, GroupDocument
+from consumers.live.documents import BrokerState, GroupDocument, ProxyState
 from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.live.lagtime import LagTime
 from consumers.live.publish import PollReading, publish_poll
@@ -51,6 +51,7 @@ def publish(
     dlq: dict | None = None,
     lag_seconds: dict | None = None,
     history: HistoryStore | None = None,
+    proxies: list[ProxyState] | None = None,
 ) -> dict[str, GroupDocument]:
     """Publish these groups as the cluster's latest poll; lag_seconds[group] None means not
     measured (default 1 s for every lagging queue). Returns the published documents."""
@@ -72,6 +73,7 @@ def publish(
         polled_at=polled_at,
         lag_times=lag_times,
         dlq_counts={p.group: (dlq or {}).get(p.group, 0) for p in groups},
+        proxies=proxies,
     )
     store = history or HistoryStore(Path(tempfile.mkdtemp(prefix="synthetic-history-")), state=MemoryOffsets())
     publish_poll(

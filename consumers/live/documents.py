@@ -168,6 +168,7 @@ class ProxyState:
     # the first poll that found it answering again after it failed, or answering with no client
     # where the last poll found some (its client table emptied at once: it restarted between polls)
     restarted_at: float | None = None
+    group_names: list[str] = field(default_factory=list)  # the groups counted in `groups`
 
 
 def proxy_states(statuses: dict, previous: list[ProxyState], polled_at: float) -> list[ProxyState]:
@@ -178,7 +179,9 @@ def proxy_states(statuses: dict, previous: list[ProxyState], polled_at: float) -
         if status.error is None:
             back = old is not None and (old.state != "ok" or (old.groups or 0) > 0 and status.groups == 0)
             restarted = polled_at if back else old.restarted_at if old else None
-            states.append(ProxyState(address, "ok", None, status.groups, polled_at, None, restarted))
+            states.append(
+                ProxyState(address, "ok", None, status.groups, polled_at, None, restarted, status.group_names)
+            )
         else:
             since = old.failing_since if old and old.state != "ok" and old.failing_since else polled_at
             states.append(ProxyState(address, "failing", status.error, None, old.last_ok_at if old else None, since))

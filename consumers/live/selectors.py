@@ -23,7 +23,7 @@ from ..identity import Scope
 from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
-from .documents import ClusterMeta, GroupDocument
+from .documents import ClusterMeta, GroupDocument, ProxyState
 from .health import SEVERITY
 
 SORT_KEYS = {
@@ -109,6 +109,12 @@ class ClusterState:
     now: float = field(default_factory=time.time)
     # how many of its groups a scoped user sees (None: they see them all, meta.groups says)
     visible_groups: int | None = None
+
+    @property
+    def scoped(self) -> bool:
+        """Seen by a user whose grants do not cover everything: cluster-wide figures (the
+        brokers' TPS, every team's topics together) are not shown to them."""
+        return self.visible_groups is not None
 
     @property
     def groups(self) -> int | None:
@@ -203,7 +209,21 @@ def cluster_states(redis, clusters=None, scope: Scope | None = None) -> list[Clu
         counts = Counter(row.cluster.pk for row in group_rows(redis, clusters, metas, scope))
         for state in states:
             state.visible_groups = counts[state.cluster.pk]
+            if state.meta is not None and state.meta.proxies:
+                sees = scope.group_test(state.cluster.name)
+                # a copy: the decoded meta is shared between requests
+                state.meta = dataclasses.replace(
+                    state.meta, proxies=[_scoped_proxy(p, sees) for p in state.meta.proxies]
+                )
     return states
+
+
+def _scoped_proxy(proxy: ProxyState, sees) -> ProxyState:
+    """A proxy row as a scoped user sees it: only their groups with clients there counted."""
+    if proxy.groups is None:
+        return proxy
+    names = [name for name in proxy.group_names if sees(name)]
+    return dataclasses.replace(proxy, groups=len(names), group_names=names)
 
 
 def group_rows(redis, clusters: list[Cluster], metas: dict | None = None, scope: Scope | None = None) -> list[GroupRow]:

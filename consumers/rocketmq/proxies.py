@@ -62,6 +62,7 @@ class ProxyStatus:
     address: str
     error: str | None = None  # the proxy could not be read (every request failed)
     groups: int = 0  # groups with clients on it
+    group_names: list[str] = field(default_factory=list)  # which (a scoped user counts only theirs)
 
 
 async def read_proxies(client, groups: list[str], proxies: list[str], *, proxy_deadline: float | None = None):
@@ -90,6 +91,7 @@ async def read_proxies(client, groups: list[str], proxies: list[str], *, proxy_d
             if isinstance(reply, ConsumerConnection) and reply.connections:
                 known.append(reply)
                 statuses[address].groups += 1
+                statuses[address].group_names.append(group)
             elif isinstance(reply, RocketMQError) and not isinstance(reply, ConsumerNotOnline):
                 errors[address] = f"{type(reply).__name__}: {reply}"
         found[group] = (merge(known) if known else None, errors)
