@@ -14,6 +14,7 @@ on, and a read must not create anything.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -99,11 +100,10 @@ def table(brokers: dict) -> dict:
     """The page's view: one row per field any broker reports, its value per broker, and whether
     the brokers that have the group differ on it."""
     have = {name: b["config"] for name, b in brokers.items() if b.get("config")}
-    fields = sorted({k for config in have.values() for k, v in config.items()
-                     if k not in NOT_SHOWN and not isinstance(v, dict | list)})  # fmt: skip
+    fields = sorted({k for config in have.values() for k in config if k not in NOT_SHOWN})
     rows = []
     for name in fields:
-        values = {broker: config.get(name) for broker, config in have.items()}
+        values = {broker: _shown(config.get(name)) for broker, config in have.items()}
         rows.append({"field": name, "values": values, "differs": len({repr(v) for v in values.values()}) > 1,
                      "editable": name in EDITABLE})  # fmt: skip
     return {
@@ -113,6 +113,14 @@ def table(brokers: dict) -> dict:
         "missing": sorted(n for n, b in brokers.items() if "config" in b and b["config"] is None),
         "unreadable": [{"broker": n, "reason": b["error"]} for n, b in sorted(brokers.items()) if "error" in b],
     }
+
+
+def _shown(value):
+    """A nested value (5.x's groupRetryPolicy: its type and its policy's intervals) as compact
+    JSON with its keys in order, so two brokers' copies compare as the text shown."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return value
 
 
 def plan(cluster: Cluster, group: str, targets: dict[str, dict] | dict) -> dict:

@@ -4,6 +4,7 @@ received count, and mqadmin consumerProgress."""
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -55,6 +56,12 @@ def test_pause_resume_and_a_change_with_a_broker_down_then_undone(
     traffic.produce(topic, 8)
     consumer.wait_acked(8, timeout=90)
     assert config(mqadmin, group, "consumeEnable") == {"broker-a": "true", "broker-b": "true"}
+    # every field the brokers report is shown, 5.x's nested groupRetryPolicy too, as mqadmin prints it
+    shown = {r["field"]: r["values"] for r in services.table(services.read(cluster, group))["rows"]}
+    printed = config(mqadmin, group, "groupRetryPolicy")
+    assert set(shown["groupRetryPolicy"]) == {"broker-a", "broker-b"}, printed
+    for broker, value in shown["groupRetryPolicy"].items():
+        assert json.loads(value)["type"] in printed[broker], (value, printed)
 
     # an emergency pause, approved by its requester (the site allows it), audited as such; the
     # worker dies after the first broker's write and the take-over finishes it

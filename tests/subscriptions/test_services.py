@@ -48,18 +48,31 @@ def test_the_table_flags_fields_the_brokers_differ_on_and_names_the_paused_and_u
                 "consumeEnable": False,
                 "subscriptionDataSet": [],
                 "brokerId": 0,
+                "groupRetryPolicy": {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 5000]}},
             },
         },  # fmt: skip
         "broker-b": {
             "address": "b",
-            "config": {"groupName": "g", "retryMaxTimes": 16, "consumeEnable": True, "brokerId": 0},
+            "config": {
+                "groupName": "g",
+                "retryMaxTimes": 16,
+                "consumeEnable": True,
+                "brokerId": 0,
+                "groupRetryPolicy": {"type": "CUSTOMIZED"},
+            },  # fmt: skip
         },  # fmt: skip
         "broker-c": {"address": "c", "config": None},
         "broker-d": {"address": "d", "error": "DeadlineExceeded: 1.5 s"},
     }
     table = services.table(brokers)
     rows = {r["field"]: r for r in table["rows"]}
-    assert set(rows) == {"brokerId", "consumeEnable", "retryMaxTimes"}  # no name, no nested sets
+    # no name, no subscriptions; 5.x's retry policy as the JSON each broker holds
+    assert set(rows) == {"brokerId", "consumeEnable", "groupRetryPolicy", "retryMaxTimes"}
+    assert rows["groupRetryPolicy"]["values"] == {
+        "broker-a": '{"customizedRetryPolicy": {"next": [1000, 5000]}, "type": "CUSTOMIZED"}',
+        "broker-b": '{"type": "CUSTOMIZED"}',
+    }
+    assert rows["groupRetryPolicy"]["differs"] and not rows["groupRetryPolicy"]["editable"]
     assert rows["retryMaxTimes"]["differs"] and rows["consumeEnable"]["differs"] and not rows["brokerId"]["differs"]
     assert rows["retryMaxTimes"]["values"] == {"broker-a": 3, "broker-b": 16} and rows["retryMaxTimes"]["editable"]
     assert table["paused_on"] == ["broker-a"] and table["missing"] == ["broker-c"]
