@@ -105,6 +105,10 @@ def approve(request: ChangeRequest, *, actor: Actor, accept_unreadable: bool = F
     "unreadable" brokers) is approved only with `accept_unreadable`: the approver says that those
     parts stay as they are, and the run ends partial, naming them."""
     _check_decider(request, actor)
+    # before any check of the plan: a finished request is not pending, whatever its kind would
+    # say of the broker now (a done skip's group is no longer at the skipped offset)
+    if _state_of(request) != State.PENDING:
+        raise ChangeRefused(_not_pending(request), 409)
     unreadable = [entry.get("broker", "?") for entry in request.plan.get("unreadable") or []]
     if unreadable and not accept_unreadable:
         raise ChangeRefused(

@@ -3,6 +3,7 @@ read-only clusters, races, and an audit event for every move."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 
@@ -119,6 +120,20 @@ def test_rejection_needs_a_reason_and_is_final(personas, cluster):
     with pytest.raises(ChangeRefused, match="not pending") as refused:
         workflow.approve(rejected, actor=Actor(personas["approver"]))
     assert refused.value.status == 409
+
+
+def test_approving_a_finished_request_says_it_is_not_pending_before_asking_its_kind(personas, cluster, monkeypatch):
+    """Its kind's check of the broker would answer for a plan that already ran (a done skip's
+    group is past the offset: "moved by itself"); the state answers first."""
+    request = submit(personas, cluster)
+    ChangeRequest.objects.filter(pk=request.pk).update(state=State.DONE)
+    request.refresh_from_db()
+    asked, kind = [], workflow.kinds.of(request)
+    changed = dataclasses.replace(kind, effect_changed=lambda r: asked.append(r) or "moved by itself")
+    monkeypatch.setattr(workflow.kinds, "of", lambda r: changed)
+    with pytest.raises(ChangeRefused, match=f"request #{request.pk} is done, not pending") as refused:
+        workflow.approve(request, actor=Actor(personas["approver"]))
+    assert refused.value.status == 409 and asked == []
 
 
 def test_cancel_by_the_requester_until_it_runs(personas, cluster):
