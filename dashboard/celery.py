@@ -11,7 +11,12 @@ from celery.exceptions import WorkerShutdown
 from celery.worker.consumer import Consumer
 from kombu.exceptions import OperationalError
 
+from dashboard import broker_transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+# redis:// and rediss:// brokers: kombu's Redis transport with the fix of a worker that crashed
+# when Redis went away while a task ran (dashboard/broker_transport.py), before any connection
+broker_transport.register()
 
 # Each feature package of the console keeps its own tasks module.
 FEATURE_PACKAGES = ["consumers.live", "consumers.changes", "consumers.dlq", "consumers.stats", "consumers.reports"]
