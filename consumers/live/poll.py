@@ -32,7 +32,7 @@ from .stages import Stages
 def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None) -> PollResult:
     redis = redis or get_redis()
     lock = PollLock(redis, snapshots.key(cluster.pk, "lock"))
-    if not lock.acquire():
+    if not lock.acquire(wait_for_silent_holder=True):
         return _skipped(cluster, lock, redis)
     try:
         started, polled_at = time.monotonic(), time.time()

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 
 POLL_LOCK_TTL = 15.0
+SILENCE_MARGIN = 1.5  # seconds a beat may be late before its holder counts as silent
 
 _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -44,7 +45,35 @@ class PollLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def acquire(self) -> bool:
+    def acquire(self, *, wait_for_silent_holder: bool = False) -> bool:
+        """Take the lock. With `wait_for_silent_holder`, a holder that has missed a heartbeat (a
+        killed worker, a lost host) is waited for until its lock lapses, at most the TTL: this
+        poll then runs a few seconds late instead of being skipped, which would leave the
+        cluster unpolled for a whole interval more. A holder that beats is not waited for."""
+        if self._take():
+            return True
+        if not wait_for_silent_holder:
+            return False
+        # a beating holder renews every third of the TTL, so more than two thirds stay left (less
+        # a margin for a busy machine's late wake-ups); less means a beat was missed
+        silent_below = self.ttl * 2 / 3 - SILENCE_MARGIN
+        deadline, last = time.monotonic() + self.ttl, None
+        while time.monotonic() < deadline:
+            ms = self.redis.pttl(self.key)
+            if ms == -2:  # gone meanwhile
+                if self._take():
+                    return True
+                continue
+            left = ms / 1000
+            if ms == -1 or left > silent_below or (last is not None and left > last):
+                return False  # no expiry (not a poll lock of ours), or its holder beats
+            last = left
+            time.sleep(min(0.25, left))
+            if self._take():
+                return True
+        return False
+
+    def _take(self) -> bool:
         if not self.redis.set(self.key, self.value, nx=True, px=int(self.ttl * 1000)):
             return False
         self._thread = threading.Thread(target=self._beat, name=f"poll-lock-{self.key}", daemon=True)
