@@ -194,11 +194,13 @@ def _stalled(window: list[Sample], thresholds: Thresholds) -> list[Finding]:
     for queue, (offset, lag) in latest.queues.items():
         if lag < thresholds.min_lag:
             continue
-        # the earliest sample from which this queue's offset has not moved
+        # the earliest sample from which this queue's offset has not moved with clients online: a
+        # stall is clients that do not consume, so polls that did not know of a client (a proxy
+        # restarting, its gRPC clients registering again) do not count towards it
         since = latest.t
         for sample in reversed(window[:-1]):
             earlier = sample.queues.get(queue)
-            if earlier is None or earlier[0] != offset or earlier[1] < thresholds.min_lag:
+            if earlier is None or earlier[0] != offset or earlier[1] < thresholds.min_lag or sample.online is not True:
                 break
             since = sample.t
         if latest.t - since >= thresholds.stall_seconds:

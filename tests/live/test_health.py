@@ -49,6 +49,17 @@ def test_a_stalled_finding_names_where_each_queue_is_pinned_longest_first():
     assert "pinned" not in evaluate(series({"lag": 0}), T).findings[0].to_wire()  # only a stall says where
 
 
+def test_polls_that_knew_of_no_client_do_not_count_towards_a_stall():
+    """A proxy restarting: its gRPC group's clients were unknown for 75 s (offset pinned, as
+    nothing could consume), then back. Stalled only once they have been online the stall time."""
+    pinned = {"T@b#1": (7, 3)}
+    restart = [{"lag": 3, "queues": pinned, "consumed": 100, "online": None} for _ in range(6)]
+    back = [{"lag": 3, "queues": pinned, "consumed": 100} for _ in range(5)]  # online again, 60 s
+    assert evaluate(series(*restart, back[0]), T).state != "STALLED"
+    assert evaluate(series(*restart, *back[:4]), T).state != "STALLED"  # 45 s online
+    assert evaluate(series(*restart, *back), T).state == "STALLED"
+
+
 def test_an_offset_that_moved_inside_the_stall_time_is_not_stalled():
     points = [{"lag": 3, "queues": {"q": (o, 3)}, "consumed": o} for o in (5, 6, 7, 8, 9)]
     assert evaluate(series(*points), T).state != "STALLED"
