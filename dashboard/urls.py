@@ -1,9 +1,18 @@
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
 from consumers import identity, probes
 from consumers.languages import views as languages
+
+
+@login_not_required
+def favicon(request):
+    return HttpResponsePermanentRedirect(static("img/favicon.svg"))
+
 
 urlpatterns = [
     path("login/", identity.LoginView.as_view(), name="login"),
@@ -19,6 +28,8 @@ urlpatterns = [
     # the language switch of the header (saved on the user), and the translations of static/js/
     path("language/", languages.set_language, name="set-language"),
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["consumers"]), name="javascript-catalog"),
+    # what a browser or a bookmark asks for without reading the page's <link rel="icon">
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("consumers.urls")),
 ]
 

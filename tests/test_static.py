@@ -21,3 +21,11 @@ def test_no_template_loads_a_script_from_elsewhere():
     for template in (settings.BASE_DIR / "templates").rglob("*.html"):
         text = template.read_text()
         assert not re.search(r'<(script|link)[^>]+(src|href)="(https?:)?//', text), template
+
+
+def test_the_favicon_is_a_static_file_and_favicon_ico_leads_to_it(client):
+    """Browsers and bookmarks ask for /favicon.ico whatever the page links: not a 404."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("img/favicon.svg")
+    page = client.get("/login/").content.decode()
+    assert 'rel="icon"' in page and "img/favicon.svg" in page
