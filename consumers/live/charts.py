@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import plotly.graph_objects as go
@@ -53,9 +54,12 @@ def lag_figure(history: pa.Table, *, group: str, hours: int) -> dict:
     return result
 
 
-def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50) -> dict:
+def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50, now: dt.datetime | None = None) -> dict:
     """Each allocation change as a point (queue by time, coloured by the client that took the
-    queue; hover: from whom), and the changes per hour as bars."""
+    queue; hover: from whom), and the changes per hour as bars, over the window asked for (an
+    axis with no point in it would otherwise start in the year 2000). A window with polls but
+    no change says so in words: a note the page shows instead of an empty chart."""
+    now = now or dt.datetime.now(dt.UTC)
     figure = go.Figure()
     hourly = timeline.per_hour()
     figure.add_trace(go.Bar(x=[h.isoformat() for h, _ in hourly], y=[n for _, n in hourly],
@@ -87,11 +91,16 @@ def allocation_figure(timeline, *, group: str, hours: int, listed: int = 50) -> 
         legend={"orientation": "h", "y": -0.25},
         yaxis={"type": "category", "automargin": True},
         yaxis2={"title": _("changes per hour"), "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        xaxis={"type": "date"},
+        xaxis={"type": "date", "range": [(now - dt.timedelta(hours=hours)).isoformat(), now.isoformat()]},
     )
     result = json.loads(figure.to_json())
     result["points"] = timeline.polls
     result["total"] = len(timeline.changes)
+    if timeline.polls and not timeline.changes:
+        result["note"] = _(
+            "No queue changed hands in the last %(hours)s h: each of the %(polls)s polls read found the same "
+            "allocation."
+        ) % {"hours": hours, "polls": timeline.polls}
     result["changes"] = [
         {"at": c.at.isoformat(), "queue": c.queue, "from": c.before, "to": c.after}
         for c in reversed(timeline.changes[-listed:])

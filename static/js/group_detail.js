@@ -33,12 +33,13 @@
     fetch(el.dataset.url, { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (fig) {
-        if (!fig.points) {
+        if (!fig.points || fig.note) {  // no poll yet, or nothing to draw (the server says why)
           el.textContent = "";
           var note = document.createElement("p");
           note.className = "muted";
-          note.textContent = empty;
+          note.textContent = fig.note || empty;
           el.appendChild(note);
+          if (fig.changes) listChanges(fig.changes);
           return;
         }
         Plotly.react(el, fig.data, fig.layout, window.chartConfig());

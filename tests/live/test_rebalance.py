@@ -11,6 +11,7 @@ import pytest
 
 from consumers.alerts.models import AlertRule
 from consumers.live import snapshots
+from consumers.live.charts import allocation_figure
 from consumers.live.documents import QueueRow, allocation_fingerprint
 from consumers.live.health import Sample, Thresholds, evaluate
 from consumers.live.poll import poll_cluster
@@ -58,6 +59,19 @@ def test_polls_that_could_not_read_the_whole_group_are_left_out():
 def test_no_history_is_no_timeline():
     found = timeline(rows())
     assert (found.changes, found.polls, found.per_hour()) == ([], 0, [])
+
+
+def test_the_chart_spans_the_window_asked_for_and_a_window_without_change_says_so():
+    """Polls but no hand-over: a note in words, and an axis over the 6 h asked for (plotly puts
+    an axis with no point in it in the year 2000)."""
+    now = T0 + dt.timedelta(hours=1)
+    quiet = allocation_figure(timeline(rows((0, {0: "A"}), (1, {0: "A"}))), group="g", hours=6, now=now)
+    assert quiet["total"] == 0 and quiet["note"] == (
+        "No queue changed hands in the last 6 h: each of the 2 polls read found the same allocation."
+    )
+    assert quiet["layout"]["xaxis"]["range"] == [(now - dt.timedelta(hours=6)).isoformat(), now.isoformat()]
+    busy = allocation_figure(timeline(rows((0, {0: "A"}), (1, {0: "B"}))), group="g", hours=6, now=now)
+    assert busy["total"] == 1 and "note" not in busy
 
 
 T = Thresholds(window_seconds=300, min_samples=3, stall_seconds=60, min_lag=1, retry_rate_per_minute=60,
