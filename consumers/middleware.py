@@ -11,7 +11,7 @@ from django.conf import settings
 from django.shortcuts import render
 
 from . import redis_client
-from .errors import json_error
+from .errors import database_unavailable, database_unavailable_cause, json_error
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,9 @@ class NoStoreMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if _private(request) and not response.has_header("Cache-Control"):
+        # the header first: a database-outage 503 has its own, and asking it for the user then
+        # would read the session from the database that is down (a 500 instead of the 503)
+        if not response.has_header("Cache-Control") and _private(request):
             response["Cache-Control"] = "no-store, private"
         return response
 
@@ -109,3 +111,22 @@ class RedisUnavailableMiddleware:
         if request.path.startswith("/api/"):
             return json_error(503, outage.message, unavailable_since=outage.since.isoformat())
         return render(request, "consumers/unavailable.html", {"redis_outage": outage}, status=503)
+
+
+class DatabaseUnavailableMiddleware:
+    """503, never a 500, while the database does not answer (consumers/errors.py says what counts).
+
+    This one answers for an error raised by a view; one raised by a middleware before the view
+    (the session and the user are read there, before any view runs) goes to the 500 handler,
+    which answers the same 503 (errors.handle_500). Pages get the console's page with a banner
+    saying since when, the API its JSON error shape; neither asks the database anything."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        cause = database_unavailable_cause(exception)
+        return None if cause is None else database_unavailable(request, cause)

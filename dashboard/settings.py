@@ -137,6 +137,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Redis down: 503 with the console's page or JSON under /api/, instead of a 500
     "consumers.middleware.RedisUnavailableMiddleware",
+    # the database down: the same, for errors raised by views (errors.handle_500 answers for
+    # those raised by the middleware above, the session's and the user's lookups among them)
+    "consumers.middleware.DatabaseUnavailableMiddleware",
     # last: turns a login refused by django-axes into the lockout answer (AXES_LOCKOUT_CALLABLE)
     "axes.middleware.AxesMiddleware",
 ]

@@ -44,6 +44,38 @@ def test_a_task_that_cannot_be_queued_because_redis_is_down_answers_503_not_500(
         redis_client.note_answered()
 
 
+def test_a_database_that_does_not_answer_is_a_503_from_a_view_and_from_a_middleware(rf, db):
+    """A view's error reaches DatabaseUnavailableMiddleware; one raised by a middleware before the
+    view (the session's lookup) reaches the 500 handler while Django handles it: both a 503."""
+    import json
+    import sys
+
+    from django.db.utils import OperationalError
+
+    from consumers.errors import handle_500, note_database_answered
+    from consumers.middleware import DatabaseUnavailableMiddleware
+
+    middleware = DatabaseUnavailableMiddleware(lambda request: None)
+    down = OperationalError("connection failed: Connection refused")
+    try:
+        api = middleware.process_exception(rf.get("/api/groups/"), down)
+        assert api.status_code == 503 and json.loads(api.content)["error"].startswith("Database unavailable since ")
+        page = middleware.process_exception(rf.get("/groups/"), down)
+        assert page.status_code == 503 and b'id="database-outage"' in page.content
+        assert middleware.process_exception(rf.get("/groups/"), ValueError("x")) is None
+        try:
+            raise down
+        except OperationalError:
+            assert sys.exception() is down
+            assert handle_500(rf.get("/groups/")).status_code == 503
+        try:
+            raise ValueError("not the database")
+        except ValueError:
+            assert handle_500(rf.get("/api/groups/")).status_code == 500
+    finally:
+        note_database_answered()
+
+
 def test_an_unexpected_error_is_the_consoles_own_500_never_a_traceback(client, personas, redis, monkeypatch):
     """Whatever fails inside a view: the page is templates/500.html, the API a JSON 500, and
     neither carries a traceback, a setting or the exception's text."""
