@@ -49,7 +49,7 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
 
     visible = None
     if not scope.everything:
-        visible = functools.cache(lambda topic: selectors.topic_visible(get_redis(), cluster, topic, scope))
+        visible = functools.cache(lambda topic: selectors.topic_visible(cluster, topic, scope))
 
     async def work(client):
         if search.by == "id":
@@ -70,7 +70,7 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
 
 
 def _require_topic(cluster: Cluster, topic: str, scope: Scope) -> None:
-    if not scope.everything and not selectors.topic_visible(get_redis(), cluster, topic, scope):
+    if not scope.everything and not selectors.topic_visible(cluster, topic, scope):
         raise no_such_topic(cluster, topic)
 
 

@@ -88,3 +88,27 @@ def test_hints_are_the_last_polls_view_of_the_groups_on_the_topic(cluster, redis
     hint = hints["on-orders"]
     assert hint.polled_offset == 98 and hint.message_model == "CLUSTERING" and hint.polled_at  # 100 - 2 behind
     assert selectors.hints(redis, cluster, "nobody-reads-this", "broker-a", 0) == {}
+
+
+def test_a_topic_is_a_teams_to_read_when_its_grant_names_it_not_because_a_group_of_its_consumes_it(
+    cluster, redis, personas
+):
+    """`payments-spy`, committed on orders by anyone with broker access, matches the payments
+    team's group pattern: the team still may not read orders. Its grant naming orders (an
+    admin's decision) is what opens it; the group's own DLQ is always the team's."""
+    from django.contrib.auth import get_user_model
+
+    from consumers.identity import Grant, scope_of
+
+    publish(cluster, redis, [group("payments-spy", lag=1, topic="orders")])
+    user = get_user_model().objects.create_user("payments-viewer")
+    grant = Grant.objects.create(subject_kind="user", subject=user.username, role="viewer", clusters="east",
+                                 groups="payments-*")  # fmt: skip
+    with pytest.raises(services.NoSuchTopic, match="no topic orders"):
+        services.find(cluster, Search(by="key", topic="orders", key="k1"), scope_of(user))
+    assert selectors.topic_visible(cluster, "%DLQ%payments-spy", scope_of(user))
+    grant.topics = "orders"
+    grant.save()
+    user = get_user_model().objects.get(pk=user.pk)  # its next request: the grants read again
+    found = services.find(cluster, Search(by="key", topic="orders", key="k1"), scope_of(user))
+    assert [f.message.queue_offset for f in found.found.messages] == [1]
