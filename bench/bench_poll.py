@@ -62,7 +62,12 @@ def main() -> None:
             from devstack.proxy import LocalProxy
             from devstack.runtime import ensure_runtime
 
-            proxy = LocalProxy(ensure_runtime(), cluster_process.namesrv_addr, cluster_process.base_dir / "proxy")
+            proxy = LocalProxy(
+                ensure_runtime(),
+                cluster_process.namesrv_addr,
+                cluster_process.base_dir / "proxy",
+                cluster=cluster_process.cluster,
+            )
             proxy.start()
         created = 0
         for count in counts:

@@ -134,7 +134,9 @@ class Demo:
             metrics=True,
         ).start()
         self.log("Starting rocketmq-proxy (cluster mode) for the RocketMQ 5 gRPC clients ...")
-        self.proxy = LocalProxy(runtime, self.rocketmq.namesrv_addr, self.base / "proxy").start()
+        self.proxy = LocalProxy(
+            runtime, self.rocketmq.namesrv_addr, self.base / "proxy", cluster=self.rocketmq.cluster
+        ).start()
         if KEYCLOAK_PORT:
             from .keycloak import LocalKeycloak, ensure_keycloak
 

@@ -9,6 +9,7 @@ used by the clients, the console and the tests.
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import socket
 import time
@@ -19,6 +20,8 @@ from .processes import ManagedProcess, StartupError, free_port
 from .runtime import Runtime
 
 STARTUP_TIMEOUT = 120.0
+START_ATTEMPTS = 3
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,7 +29,7 @@ class LocalProxy:
     runtime: Runtime
     namesrv_addr: str
     base_dir: Path
-    cluster: str = "DefaultCluster"
+    cluster: str  # the brokers' cluster, named in every setting that would default to another
     name: str = "proxy-0"
     grpc_port: int = 0
     remoting_port: int = 0
@@ -47,27 +50,48 @@ class LocalProxy:
         return f"127.0.0.1:{self.remoting_port}"
 
     def start(self) -> LocalProxy:
+        """Start the proxy and wait until both ports listen. The proxy creates its system topics
+        at start (the heartbeat syncer's broadcast topic, on the brokers that carry a topic named
+        after the cluster) and exits if a name server lookup times out on a loaded machine, so
+        it starts only once that route answers, and a start that exits is tried again (said in
+        the log) up to START_ATTEMPTS times."""
         config = self.base_dir / f"{self.name}.json"
-        config.write_text(
-            json.dumps(
-                {
-                    "rocketMQClusterName": self.cluster,
-                    "proxyClusterName": "local-proxies",
-                    "proxyName": self.name,
-                    "namesrvAddr": self.namesrv_addr,
-                    "proxyMode": "cluster",
-                    "grpcServerPort": self.grpc_port,
-                    "remotingListenPort": self.remoting_port,
-                }
-            )
-        )
-        home = self.base_dir / f"{self.name}-home"
+        config.write_text(json.dumps(self._config()))
+        self._wait_cluster_route()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            exited = self._launch(config)
+            if exited is None:
+                return self
+            if attempt == START_ATTEMPTS:
+                raise StartupError(f"{self.name} exited at start {attempt} times; the last:\n{exited}")
+            log.warning("%s exited at start (attempt %d of %d), trying again: %s", self.name, attempt,
+                        START_ATTEMPTS, _last_error(exited))  # fmt: skip
+            time.sleep(2.0 * attempt)
+        raise AssertionError("unreachable")
+
+    def _config(self) -> dict:
+        # Every setting the proxy would otherwise default to a cluster called DefaultCluster names
+        # the brokers' own cluster: the brokers it serves and the cluster its heartbeat syncer
+        # creates its broadcast topic on (which follows the first only when left blank).
+        return {
+            "rocketMQClusterName": self.cluster,
+            "heartbeatSyncerTopicClusterName": self.cluster,
+            "proxyClusterName": "local-proxies",
+            "proxyName": self.name,
+            "namesrvAddr": self.namesrv_addr,
+            "proxyMode": "cluster",
+            "grpcServerPort": self.grpc_port,
+            "remotingListenPort": self.remoting_port,
+        }
+
+    def _launch(self, config: Path) -> str | None:
+        """One start: None once both ports listen, or the log's tail when the process exited."""
         self.process = ManagedProcess(
             self.name,
             self.runtime.java(
                 "org.apache.rocketmq.proxy.ProxyStartup",
                 ["-pc", str(config)],
-                home=home,
+                home=self.base_dir / f"{self.name}-home",
                 heap="512m",
                 extra=["-Xms256m", "-Drmq.logback.configurationFile=rmq.proxy.logback.xml"],
             ),
@@ -77,12 +101,35 @@ class LocalProxy:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not (_listening(self.grpc_port) and _listening(self.remoting_port)):
             if not self.process.alive():
-                raise StartupError(f"{self.name} exited:\n{self.process.log_tail()}")
+                tail = self.process.log_tail()
+                self.stop(5)
+                return tail
             if time.monotonic() > deadline:
                 self.stop()
                 raise StartupError(f"{self.name} not listening after {STARTUP_TIMEOUT:.0f}s")
             time.sleep(0.5)
-        return self
+        return None
+
+    def _wait_cluster_route(self) -> None:
+        """Until the name server answers the route of the topic named after the cluster with a
+        broker in it: what the proxy's system-topic creation reads first."""
+        from consumers.rocketmq import AdminClient, RocketMQError
+
+        from .rocketmq import run_coroutine
+
+        async def answered() -> bool:
+            async with AdminClient(self.namesrv_addr, request_timeout=3.0) as client:
+                try:
+                    return bool((await client.topology.topic_route(self.cluster)).broker_datas)
+                except (RocketMQError, OSError, TimeoutError):
+                    return False
+
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not run_coroutine(answered):
+            if time.monotonic() > deadline:
+                raise StartupError(f"no route for cluster {self.cluster} at {self.namesrv_addr} "
+                                   f"after {STARTUP_TIMEOUT:.0f}s")  # fmt: skip
+            time.sleep(0.5)
 
     def kill(self) -> None:
         """SIGKILL, as a crashed proxy host: its gRPC clients lose their endpoint."""
@@ -95,6 +142,11 @@ class LocalProxy:
         if self.process is not None:
             self.process.stop(grace)
             self.process = None
+
+
+def _last_error(log_tail: str) -> str:
+    errors = [line for line in log_tail.splitlines() if "Exception" in line or "ERROR" in line]
+    return (errors or log_tail.splitlines() or ["(no output)"])[-1].strip()
 
 
 def _listening(port: int) -> bool:

@@ -22,7 +22,9 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def proxy(rmq_runtime, rocketmq):
-    local = LocalProxy(rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "proxy-browser").start()
+    local = LocalProxy(
+        rmq_runtime, rocketmq.namesrv_addr, SESSION_DIR / "proxy-browser", cluster=rocketmq.cluster
+    ).start()
     yield local
     local.stop(grace=2)  # throwaway: no need to wait for a graceful shutdown
 
