@@ -79,13 +79,16 @@ class Int:
 
 @dataclass(frozen=True)
 class Moment:
-    """Milliseconds since the epoch, from 2000 to a day from now (inputs.moment_problem)."""
+    """Milliseconds since the epoch, from 2000 to a day from now, or to now with `past_only`
+    (inputs.moment_problem)."""
 
     nullable: bool = False
+    past_only: bool = False
 
     def clean(self, value: Any, field: str) -> int | None:
         value = Int(0, JAVA_LONG_MAX, nullable=self.nullable).clean(value, field)
-        problem = None if value is None else moment_problem(value, now_ms=int(time.time() * 1000), past_only=False)
+        now_ms = int(time.time() * 1000)
+        problem = None if value is None else moment_problem(value, now_ms=now_ms, past_only=self.past_only)
         if problem:
             raise SchemaError(field, problem)
         return value

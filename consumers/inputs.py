@@ -4,9 +4,13 @@ fixed once holds everywhere.
 
 - Text is valid Unicode: no lone UTF-16 surrogates (JSON can spell them, "\\ud800"; no database,
   Redis key or broker frame can encode them) and no NUL.
-- Digits mean ASCII digits: `str.isdigit()` says yes to "²" and "①", which `int()` refuses.
+- Digits mean ASCII digits: `str.isdigit()` says yes to "²" and "①", which `int()` refuses,
+  and `int()` itself reads "٣" (Arabic-Indic) and "３" (fullwidth) as 3. Forms read numbers
+  with AsciiIntegerField and times with AsciiDateTimeField, never with Django's own.
+- Every number a form reads has a range, said in full when a value is outside it.
 - A moment given in milliseconds lies between 2000-01-01 and a day from now (a reset to a
-  time cannot point before any RocketMQ release, and 2^63 - 1 is no year Python can show).
+  time cannot point before any RocketMQ release, and 2^63 - 1 is no year Python can show);
+  a filter's start is not after now (nothing is stored after it yet).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import datetime as dt
 import json
 import re
 
+from django import forms
+from django.core import validators
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -27,6 +33,9 @@ EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 EARLIEST_MS = int(EARLIEST.timestamp() * 1000)
 FUTURE_SLACK = dt.timedelta(days=1)
 _LAST_SHOWN_MS = int(dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC).timestamp() * 1000)
+# more significant digits than any range here holds (2^63 has 19): such a number is out of range
+# without being built (int() refuses more than 4,300 digits, and building one costs time)
+_MAX_DIGITS = 25
 
 
 def text_problem(value: str) -> str | None:
@@ -63,6 +72,86 @@ def moment_problem(ms: int, *, now_ms: int, past_only: bool) -> str | None:
             return _("%(when)s UTC is in the future: nothing is stored after it yet") % when
         return _("%(when)s UTC is in the future") % when
     return None
+
+
+def when_problem(moment: dt.date | dt.datetime, *, now_ms: int, past_only: bool) -> str | None:
+    """moment_problem for a date or time typed in a form (UTC when it names no zone; a date is
+    its midnight), worded for a form: no milliseconds."""
+    if not isinstance(moment, dt.datetime):
+        moment = dt.datetime.combine(moment, dt.time())
+    moment = moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
+    if moment < EARLIEST:
+        return _("must be on or after %(earliest)s (UTC)") % {"earliest": f"{EARLIEST:%Y-%m-%d}"}
+    return moment_problem(int(moment.timestamp() * 1000), now_ms=now_ms, past_only=past_only)
+
+
+def now_ms() -> int:
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+
+
+def add_range_problems(form: forms.Form, data: dict, start: str, end: str) -> None:
+    """when_problem for a typed range (fields `start` and `end` of `form`), each problem added to
+    its field: from 2000 on; the start not after now (nothing is stored after it yet), the end up
+    to a day ahead (a clock, or a date in a zone east of UTC)."""
+    for name, past_only in ((start, True), (end, False)):
+        problem = when_problem(data[name], now_ms=now_ms(), past_only=past_only) if data.get(name) else None
+        if problem:
+            form.add_error(name, problem)
+
+
+def range_text(low: int, high: int) -> str:
+    """The refusal of a number outside [low, high]: the whole range, so one refusal says what fits."""
+    return _("must be between %(min)s and %(max)s") % {"min": low, "max": high}
+
+
+def range_problem(number: int, low: int, high: int) -> str | None:
+    return None if low <= number <= high else range_text(low, high)
+
+
+def read_int(text: str, low: int, high: int) -> int:
+    """The integer `text` spells in ASCII digits, within [low, high]; ValueError saying why not."""
+    text = text.strip()
+    if not is_ascii_int(text):
+        raise ValueError(_("write a whole number in digits 0-9"))
+    if len(text.lstrip("-").lstrip("0")) > _MAX_DIGITS:
+        raise ValueError(range_text(low, high))
+    number = int(text)
+    problem = range_problem(number, low, high)
+    if problem:
+        raise ValueError(problem)
+    return number
+
+
+class AsciiIntegerField(forms.IntegerField):
+    """An integer written in ASCII digits, within [min_value, max_value] (read_int). Both bounds
+    are required: no number here is unbounded. Django's IntegerField reads with int(), so "٣",
+    "３", "+3" and "1_000" would pass."""
+
+    def __init__(self, *, min_value: int, max_value: int, **kwargs):
+        super().__init__(min_value=min_value, max_value=max_value, **kwargs)
+        # read_int checks the range with one message for both ends, against the bounds the field
+        # has when it cleans (a form may set them from settings in its __init__)
+        bounds = (validators.MinValueValidator, validators.MaxValueValidator)
+        self.validators = [v for v in self.validators if not isinstance(v, bounds)]
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # an initial value, set in code
+        try:
+            return read_int(str(value), self.min_value, self.max_value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from None
+
+
+class AsciiDateTimeField(forms.DateTimeField):
+    """Django's DateTimeField tries ISO 8601 first, which reads "٢٠٢٦-٠١-٠١T٠١:٠١" as a time."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and not value.isascii():
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
 
 
 BAD_CURSOR = gettext_lazy("the page cursor is not valid; start from the first page")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import AsciiIntegerField
 from ..models import Cluster
 from .models import AlertRule
 
@@ -14,5 +15,5 @@ class SilenceForm(forms.Form):
                                      empty_label=_("every cluster"), to_field_name="name")  # fmt: skip
     subject_pattern = forms.CharField(max_length=200, initial="*", label=_("groups or brokers"),
                                       help_text=_("shell-style: shop-*, or one name"))  # fmt: skip
-    minutes = forms.IntegerField(min_value=1, max_value=60 * 24 * 30, initial=60, label=_("for (minutes)"))
+    minutes = AsciiIntegerField(min_value=1, max_value=60 * 24 * 30, initial=60, label=_("for (minutes)"))
     reason = forms.CharField(max_length=500, label=_("Reason"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import add_range_problems
 from .models import State
 
 ACTIONS = [
@@ -37,6 +38,7 @@ class AuditFilterForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        add_range_problems(self, data, "since", "until")
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
             raise forms.ValidationError(_("until is before since"))
         return data

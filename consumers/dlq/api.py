@@ -19,7 +19,8 @@ from .forms import DlqFilterForm
 from .models import RedriveJob
 
 SELECTION = Obj({
-    "since_ms": Moment(nullable=True), "until_ms": Moment(nullable=True),
+    # as the filter form's (forms.DlqFilterForm): a start not after now, an end up to a day ahead
+    "since_ms": Moment(nullable=True, past_only=True), "until_ms": Moment(nullable=True),
     "key": Str(), "tag": Str(), "msg_id": Str(max_length=128), "original_topic": Str(), "body": Str(strip=False),
     "ids": List(Str(max_length=128, required=True), max_items=10_000),
     "job": Int(1, 2**31 - 1, nullable=True),

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import decode_cursor
+from ..inputs import AsciiDateTimeField, AsciiIntegerField, add_range_problems, decode_cursor
 from .browse import Selection
 from .models import RedriveJob
 
@@ -23,15 +23,15 @@ def _ms(moment: dt.datetime | None) -> int | None:
 
 
 class DlqFilterForm(forms.Form):
-    since = forms.DateTimeField(required=False, label=_("from (UTC)"), **DATETIME,
-                                widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
-    until = forms.DateTimeField(required=False, label=_("to (UTC)"), **DATETIME,
-                                widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
+    since = AsciiDateTimeField(required=False, label=_("from (UTC)"), **DATETIME,
+                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
+    until = AsciiDateTimeField(required=False, label=_("to (UTC)"), **DATETIME,
+                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))  # fmt: skip
     key = forms.CharField(required=False, max_length=255, label=_("Key"))
     tag = forms.CharField(required=False, max_length=255, label=_("Tag"))
     msg_id = forms.CharField(required=False, max_length=128, label=_("message id"))
     original_topic = forms.CharField(required=False, max_length=255, label=_("Original topic"))
-    job = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label=_("came back after job #"))
+    job = AsciiIntegerField(required=False, min_value=1, max_value=2**31 - 1, label=_("came back after job #"))
     body = forms.CharField(required=False, max_length=255, label=_("body contains"))
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
@@ -58,6 +58,7 @@ class DlqFilterForm(forms.Form):
                 % {"unknown": ", ".join(unknown), "valid": ", ".join(self.base_fields)}
             )
         data = super().clean()
+        add_range_problems(self, data, "since", "until")  # as the API's since_ms and until_ms (api.SELECTION)
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
             raise forms.ValidationError(_("'to' is before 'from'"))
         return data
@@ -89,8 +90,12 @@ class DlqFilterForm(forms.Form):
 class RedriveForm(forms.Form):
     target = forms.ChoiceField(label=_("Target"), choices=RedriveJob.Target.choices)
     target_topic = forms.CharField(required=False, max_length=255, label=_("Target topic"))
-    rate = forms.IntegerField(
-        label=_("Rate"), min_value=1, initial=settings.REDRIVE_DEFAULT_RATE, help_text=_("messages per second")
+    rate = AsciiIntegerField(
+        label=_("Rate"),
+        min_value=1,
+        max_value=settings.REDRIVE_MAX_RATE,
+        initial=settings.REDRIVE_DEFAULT_RATE,
+        help_text=_("messages per second"),
     )
     reason = forms.CharField(
         required=False, label=_("Reason"), max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
@@ -103,8 +108,8 @@ class RedriveForm(forms.Form):
                     "and leave its dead letters"),
     )  # fmt: skip
 
-    def clean_rate(self) -> int:
-        rate = self.cleaned_data["rate"]
-        if rate > settings.REDRIVE_MAX_RATE:
-            raise forms.ValidationError(_("at most %(rate)s messages per second") % {"rate": settings.REDRIVE_MAX_RATE})
-        return rate
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # the setting as it is now, not at import: redrive.plan_redrive checks that, for the API too
+        self.fields["rate"].max_value = settings.REDRIVE_MAX_RATE
+        self.fields["rate"].widget.attrs["max"] = settings.REDRIVE_MAX_RATE

@@ -9,6 +9,7 @@ import json
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import AsciiIntegerField
 from .health import SEVERITY
 from .selectors import SORT_KEYS
 
@@ -33,9 +34,9 @@ class GroupFilterForm(forms.Form):
     topic = forms.CharField(required=False, max_length=255, label=_("Topic"))
     sort = forms.ChoiceField(required=False, choices=[(k, SORT_LABELS.get(k, k)) for k in SORT_KEYS])
     dir = forms.ChoiceField(required=False, choices=[("desc", _("descending")), ("asc", _("ascending"))])
-    page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    page = AsciiIntegerField(required=False, min_value=1, max_value=1_000_000)
     cursor = forms.CharField(required=False, max_length=2000, help_text=_("the API's next_cursor"))
-    limit = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text=_("rows per page (API)"))
+    limit = AsciiIntegerField(required=False, min_value=1, max_value=1000, help_text=_("rows per page (API)"))
 
     def clean_cursor(self) -> dict | None:
         """The API's opaque cursor back: a row's place in the order (see selectors.group_page)."""
@@ -108,8 +109,8 @@ class GroupFilterForm(forms.Form):
 
 
 class AllocationChartForm(forms.Form):
-    hours = forms.IntegerField(required=False, min_value=1, max_value=24 * 7)  # per-queue rows: a week at most
+    hours = AsciiIntegerField(required=False, min_value=1, max_value=24 * 7)  # per-queue rows: a week at most
 
 
 class LagChartForm(forms.Form):
-    hours = forms.IntegerField(required=False, min_value=1, max_value=24 * 31)
+    hours = AsciiIntegerField(required=False, min_value=1, max_value=24 * 31)

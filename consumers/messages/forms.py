@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import EARLIEST_MS, decode_cursor, is_ascii_int, moment_problem, text_problem
+from ..inputs import EARLIEST_MS, AsciiDateTimeField, AsciiIntegerField, decode_cursor, moment_problem, text_problem
 from ..models import Cluster
 
 # the broker's TopicValidator: these characters, 127 long (255 for %RETRY% and %DLQ% in 5.x)
@@ -38,29 +38,8 @@ class Search:
     cursor: dict | None = None
 
 
-class AsciiIntegerField(forms.CharField):
-    """An integer written in ASCII digits (Python's int() also reads "١٢" and "²")."""
-
-    def __init__(self, *, min_value: int, max_value: int, **kwargs):
-        super().__init__(max_length=30, **kwargs)
-        self.min_value, self.max_value = min_value, max_value
-
-    def clean(self, value):
-        text = (super().clean(value) or "").strip()
-        if not text:
-            return None
-        if not is_ascii_int(text):
-            raise forms.ValidationError(_("write a whole number in digits 0-9"))
-        number = int(text)
-        if not self.min_value <= number <= self.max_value:
-            raise forms.ValidationError(
-                _("must be between %(min)s and %(max)s") % {"min": self.min_value, "max": self.max_value}
-            )
-        return number
-
-
 def _moment_field(label: str) -> forms.DateTimeField:
-    return forms.DateTimeField(required=False, label=label, **DATETIME,
+    return AsciiDateTimeField(required=False, label=label, **DATETIME,
                                widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}))  # fmt: skip
 
 
@@ -72,8 +51,10 @@ class FindForm(forms.Form):
     topic = forms.CharField(required=False, max_length=255, label=_("topic"))
     key = forms.CharField(required=False, max_length=255, label=_("key"), help_text=_("a business key (KEYS)"))
     broker = forms.CharField(required=False, max_length=255, label=_("broker"))
-    queue_id = AsciiIntegerField(required=False, min_value=0, max_value=65535, label=_("queue"))
-    offset = AsciiIntegerField(required=False, min_value=0, max_value=MAX_OFFSET, label=_("offset"))
+    # text boxes, not number inputs: a browser keeps an offset near 2^63 as a double, not exactly
+    queue_id = AsciiIntegerField(required=False, min_value=0, max_value=65535, label=_("queue"), widget=forms.TextInput)
+    offset = AsciiIntegerField(required=False, min_value=0, max_value=MAX_OFFSET, label=_("offset"),
+                               widget=forms.TextInput)  # fmt: skip
     since = _moment_field(_("from (UTC)"))
     until = _moment_field(_("to (UTC)"))
     cursor = forms.CharField(required=False, widget=forms.HiddenInput, max_length=20000)

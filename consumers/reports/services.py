@@ -31,7 +31,7 @@ from .. import audit, claims, jobprocess
 from ..identity import scope_from_wire, scope_to_wire
 from ..languages.preferences import by_language, language_for_address, language_for_user
 from ..models import Cluster
-from .content import ReportSpec, build_content, granularity_text, spec_rows
+from .content import ReportSpec, build_content, granularity_text, periods_of, spec_rows
 from .csvfile import write_csv
 from .models import Report
 from .pdf import write_pdf
@@ -49,30 +49,57 @@ class ReportRefused(Exception):
 
 
 def check_spec(spec: ReportSpec) -> None:
-    today = timezone.now().date()
     if not spec.clusters:
         raise ReportRefused(gettext("choose at least one cluster"))
     known = set(Cluster.objects.filter(name__in=spec.clusters).values_list("name", flat=True))
     unknown = sorted(set(spec.clusters) - known)
     if unknown:
         raise ReportRefused(gettext("unknown cluster %(clusters)s") % {"clusters": ", ".join(unknown)})
+    _check_range(spec, timezone.now().date())
+    _check_size(spec)
+
+
+def _check_range(spec: ReportSpec, today: dt.date) -> None:
+    """Within the statistics kept, not past today, at most REPORT_MAX_DAYS (31 when hourly)."""
     if spec.last < spec.first:
         raise ReportRefused(
             gettext("the range ends (%(last)s) before it starts (%(first)s)") % {"last": spec.last, "first": spec.first}
         )
     if spec.first > today:
         raise ReportRefused(gettext("%(first)s is in the future") % {"first": spec.first})
+    if spec.last > today:
+        raise ReportRefused(
+            gettext("%(last)s is after today (%(today)s, UTC): there are no statistics for it yet")
+            % {"last": spec.last, "today": today}
+        )
     oldest = today - dt.timedelta(days=settings.STATS_RETENTION_DAYS)
     if spec.first < oldest:
         raise ReportRefused(
             gettext("%(first)s is past the statistics retention (%(days)s days: from %(oldest)s)")
             % {"first": spec.first, "days": settings.STATS_RETENTION_DAYS, "oldest": oldest}
         )
-    if spec.granularity == "hourly" and (spec.last - spec.first).days >= HOURLY_MAX_DAYS:
+    days = (spec.last - spec.first).days + 1
+    if days > settings.REPORT_MAX_DAYS:
+        raise ReportRefused(
+            gettext("a report covers at most %(max)s days; %(first)s to %(last)s is %(days)s")
+            % {"max": settings.REPORT_MAX_DAYS, "first": spec.first, "last": spec.last, "days": days}
+        )
+    if spec.granularity == "hourly" and days > HOURLY_MAX_DAYS:
         raise ReportRefused(
             gettext("hourly reports cover at most %(days)s days; ask for a daily one") % {"days": HOURLY_MAX_DAYS}
         )
-    if not spec_rows(spec).exists():
+
+
+def estimated_rows(spec: ReportSpec) -> tuple[int, int]:
+    """(groups, rows) of the report, counted before it is built: the builder writes one row per
+    group with statistics in the range and period of the range, gaps included (build_content)."""
+    groups = spec_rows(spec).values("cluster", "group").distinct().count()
+    return groups, groups * len(periods_of(spec))
+
+
+def _check_size(spec: ReportSpec) -> None:
+    groups, rows = estimated_rows(spec)
+    if not groups:
         raise ReportRefused(
             gettext(
                 "the range is empty: no statistics for these clusters and groups between %(first)s and %(last)s "
@@ -80,6 +107,20 @@ def check_spec(spec: ReportSpec) -> None:
             )
             % {"first": spec.first, "last": spec.last}
         )
+    if rows > settings.REPORT_MAX_ROWS:
+        figures = {"rows": f"{rows:,}", "groups": f"{groups:,}", "periods": f"{rows // groups:,}",
+                   "max": f"{settings.REPORT_MAX_ROWS:,}"}  # fmt: skip
+        if spec.granularity == "hourly":
+            too_big = gettext(
+                "the report would hold %(rows)s rows (%(groups)s groups × %(periods)s hours), more than the "
+                "%(max)s a report may hold: narrow the range, the clusters or the groups"
+            )
+        else:
+            too_big = gettext(
+                "the report would hold %(rows)s rows (%(groups)s groups × %(periods)s days), more than the "
+                "%(max)s a report may hold: narrow the range, the clusters or the groups"
+            )
+        raise ReportRefused(too_big % figures)
 
 
 def title_of(spec: ReportSpec) -> str:

@@ -7,8 +7,8 @@ import datetime as dt
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import is_ascii_int
-from .strategies import STRATEGIES
+from ..inputs import AsciiDateTimeField, AsciiIntegerField, is_ascii_int, read_int
+from .strategies import OFFSET_RANGE, SHIFT_RANGE, STRATEGIES
 
 
 class ResetForm(forms.Form):
@@ -20,15 +20,16 @@ class ResetForm(forms.Form):
         help_text=_("none ticked: every subscribed topic"),
     )
     include_retry = forms.BooleanField(required=False, label=_("include the retry queues (%RETRY%group)"))
-    timestamp = forms.DateTimeField(
+    timestamp = AsciiDateTimeField(
         required=False,
         label=_("time (UTC)"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
         widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}),
     )
-    shift = forms.IntegerField(
-        required=False, label=_("Shift"), help_text=_("negative: replay N messages; positive: skip N")
-    )
+    shift = AsciiIntegerField(  # the API's range (strategies.SHIFT_RANGE)
+        required=False, min_value=SHIFT_RANGE[0], max_value=SHIFT_RANGE[1], label=_("Shift"),
+        help_text=_("negative: replay N messages; positive: skip N"),
+    )  # fmt: skip
     source_group = forms.CharField(required=False, max_length=255, label=_("copy from group"))
     offsets = forms.CharField(
         required=False,
@@ -55,7 +56,12 @@ class ResetForm(forms.Form):
                     _("line %(number)s: write 'topic@broker#queue offset', not %(line)r")
                     % {"number": number, "line": line.strip()}
                 )
-            parsed[label.strip()] = int(offset)
+            try:  # the API's range (strategies.OFFSET_RANGE)
+                parsed[label.strip()] = read_int(offset, *OFFSET_RANGE)
+            except ValueError as exc:
+                raise forms.ValidationError(
+                    _("line %(number)s: the offset %(problem)s") % {"number": number, "problem": exc}
+                ) from None
         return parsed
 
     def params(self) -> dict:

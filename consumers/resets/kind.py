@@ -10,7 +10,7 @@ from ..changes.services import requeue
 from ..core import ChangeRefused
 from . import services
 from .execute import execute_reset
-from .strategies import STRATEGIES, InvalidReset
+from .strategies import OFFSET_RANGE, SHIFT_RANGE, STRATEGIES, InvalidReset
 
 # the body of POST /api/changes/ for a reset: its "params"
 API_PARAMS = Obj(
@@ -19,9 +19,9 @@ API_PARAMS = Obj(
         "topics": List(Str(max_length=255, required=True), max_items=1000),
         "include_retry": Bool(),
         "timestamp_ms": Int(0, JAVA_LONG_MAX),
-        "shift": Int(-JAVA_LONG_MAX, JAVA_LONG_MAX),
+        "shift": Int(*SHIFT_RANGE),
         "source_group": Str(max_length=255),
-        "offsets": Map(Int(0, JAVA_LONG_MAX)),
+        "offsets": Map(Int(*OFFSET_RANGE)),
     },
     required=("strategy",),
 )

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from ..inputs import moment_problem
+from ..apischema import JAVA_LONG_MAX
+from ..inputs import moment_problem, range_problem
+
+# The one range of each number a reset takes, for the API (kind.API_PARAMS), the form
+# (forms.ResetForm) and validate_params alike: offsets are Java longs on the broker, and a shift
+# is symmetric (-N replays what N skips; -2^63 has no positive twin)
+SHIFT_RANGE = (-JAVA_LONG_MAX, JAVA_LONG_MAX)
+OFFSET_RANGE = (0, JAVA_LONG_MAX)
 
 # in English (the API lists them so); the reset form shows them translated
 STRATEGIES = {
@@ -113,11 +120,17 @@ def validate_params(params: dict, *, now_ms: int) -> dict:
                     _("offset for %(queue)s must be a whole number >= 0, not %(offset)r")
                     % {"queue": label, "offset": offset}
                 )
+            problem = range_problem(offset, *OFFSET_RANGE)
+            if problem:
+                raise InvalidReset(_("offset for %(queue)s %(problem)s") % {"queue": label, "problem": problem})
         clean["offsets"] = dict(sorted(offsets.items()))
     elif strategy == "shift":
         shift = params.get("shift")
         if not isinstance(shift, int) or isinstance(shift, bool) or shift == 0:
             raise InvalidReset(_("a shift needs a non-zero whole number: negative replays, positive skips"))
+        problem = range_problem(shift, *SHIFT_RANGE)
+        if problem:
+            raise InvalidReset(_("the shift %(problem)s") % {"problem": problem})
         clean["shift"] = shift
     elif strategy == "copy":
         source = (params.get("source_group") or "").strip()

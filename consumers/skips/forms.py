@@ -6,11 +6,12 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import AsciiIntegerField
 from .services import MAX_MESSAGES
 
 
 class SkipForm(forms.Form):
-    count = forms.IntegerField(
+    count = AsciiIntegerField(
         label=_("Messages"), min_value=1, max_value=MAX_MESSAGES, initial=1,
         help_text=_("from the pinned one on; the offset moves past them"),
     )  # fmt: skip

@@ -8,6 +8,8 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import add_range_problems
+
 PRESETS = (7, 30, 90)
 MAX_RANGE_DAYS = 366
 
@@ -19,6 +21,9 @@ class PeriodForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        add_range_problems(self, data, "since", "until")
+        if "since" in self.errors or "until" in self.errors:
+            return data  # said once, for its field
         since, until = data.get("since"), data.get("until")
         if bool(since) != bool(until):
             raise forms.ValidationError(_("a custom range needs both 'from' and 'to'"))
@@ -41,3 +46,8 @@ class RunForm(forms.Form):
     first = forms.DateField(label=_("from"), widget=forms.DateInput(attrs={"type": "date"}))
     last = forms.DateField(label=_("to"), widget=forms.DateInput(attrs={"type": "date"}))
     cluster = forms.CharField(required=False, max_length=64, help_text=_("empty: every cluster"))
+
+    def clean(self):
+        data = super().clean()
+        add_range_problems(self, data, "first", "last")
+        return data

@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 
 from ..errors import bad_request
 from ..identity import REQUEST, VIEW, cluster_or_404, console_action, console_page, scope_of, visible_clusters, within
+from ..inputs import read_int
 from . import charts, selectors
 from .forms import PRESETS, PeriodForm, RunForm
 from .models import StatsRun
@@ -114,9 +115,13 @@ def job_log(request, pk: int):
     if not _sees_run(request, run):
         raise Http404(_("No statistics run #%(pk)s") % {"pk": pk})
     attempt = request.GET.get("attempt", "")
-    if attempt and not (attempt.isdigit() and 1 <= int(attempt) <= run.attempt):
+    try:  # "٣".isdigit() is true, and int() reads it as 3: the shared rule reads ASCII digits only
+        number = read_int(attempt, 1, 2**31 - 1) if attempt else None
+    except ValueError as exc:
+        return bad_request(request, _("attempt: %(problem)s") % {"problem": exc})
+    if number is not None and number > run.attempt:
         raise Http404(_("%(run)s has no attempt %(attempt)s") % {"run": run, "attempt": attempt})
-    text = log_text(run, attempt=int(attempt) if attempt else None)
+    text = log_text(run, attempt=number)
     return HttpResponse(text or "(no log yet)", content_type="text/plain; charset=utf-8")
 
 

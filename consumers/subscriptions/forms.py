@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import AsciiIntegerField
 from .services import EDITABLE
 
 UNCHANGED = [("", _("as it is")), ("true", "true"), ("false", "false")]
@@ -18,7 +19,7 @@ def _switch(label):
 
 class ConfigForm(forms.Form):
     consumeEnable = _switch(_("consumeEnable (false: paused)"))
-    retryMaxTimes = forms.IntegerField(
+    retryMaxTimes = AsciiIntegerField(
         label="retryMaxTimes", required=False, min_value=EDITABLE["retryMaxTimes"].low,
         max_value=EDITABLE["retryMaxTimes"].high, help_text=_("blank: as it is"),
     )  # fmt: skip

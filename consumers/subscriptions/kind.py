@@ -10,13 +10,15 @@ from ..changes.services import requeue
 from . import services
 from .execute import execute_config
 
+# the range the form (forms.ConfigForm) and the service check too: one range everywhere
+_RETRIES = services.EDITABLE["retryMaxTimes"]
 # the body of POST /api/changes/ for a config change: {"set": {field: value}, "emergency": bool}
 API_PARAMS = Obj(
     {
         "set": Obj(
             {
                 "consumeEnable": Bool(),
-                "retryMaxTimes": Int(-1, 64),
+                "retryMaxTimes": Int(_RETRIES.low, _RETRIES.high),
                 "consumeMessageOrderly": Bool(),
                 "consumeBroadcastEnable": Bool(),
             }

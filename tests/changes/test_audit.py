@@ -4,12 +4,14 @@ made directly in the database, and a CSV download equal to the page."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.utils import timezone
 
 from consumers import audit
 from consumers.changes.models import AuditEvent
@@ -77,9 +79,30 @@ def test_every_role_reads_the_log_and_the_csv_equals_the_page(events, viewer_cli
     assert f'data-event="{events[0].pk}"' in page and f'data-event="{events[2].pk}"' not in page
     download = viewer_client.get("/audit/?cluster=east&format=csv")
     assert download["Content-Type"] == "text/csv"
-    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode("utf-8-sig"))))
     assert [(r["id"], r["username"], r["action"], r["group"]) for r in rows] == [
         (str(events[1].pk), "ap", "approve", "orders"),
         (str(events[0].pk), "op", "request", "orders"),
     ]
     assert viewer_client.get("/audit/?since=2026-01-02&until=2026-01-01").status_code == 400
+
+
+def test_the_filter_s_dates_lie_between_2000_and_today(events, viewer_client):
+    """As every time typed in the console (consumers/inputs.when_problem): since from 2000-01-01
+    to today (UTC), until up to a day ahead; anything else is a 400 naming the field, for the
+    page and the CSV alike."""
+    today = timezone.now().date()
+    refused = {
+        "since=0001-01-01": "must be on or after 2000-01-01 (UTC)",
+        "since=1999-12-31": "must be on or after 2000-01-01 (UTC)",
+        f"since={today + dt.timedelta(days=1)}": "UTC is in the future: nothing is stored after it yet",
+        f"until={today + dt.timedelta(days=2)}": f"{today + dt.timedelta(days=2)} 00:00:00 UTC is in the future",
+        "until=9999-12-31": "9999-12-31 00:00:00 UTC is in the future",
+    }
+    for query, says in refused.items():
+        for extra in ("", "&format=csv"):
+            response = viewer_client.get(f"/audit/?{query}{extra}")
+            assert response.status_code == 400 and says in response.content.decode(), query
+            assert query.split("=")[0] in response.content.decode()
+    for query in ("since=2000-01-01", f"since={today}", f"until={today + dt.timedelta(days=1)}"):
+        assert viewer_client.get(f"/audit/?{query}").status_code == 200, query

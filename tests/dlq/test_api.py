@@ -91,3 +91,19 @@ def test_an_unknown_parameter_is_a_400_that_lists_the_valid_ones(dlq, viewer_cli
 def test_a_viewer_empty_body_parameter_is_known_and_a_body_filter_is_refused(dlq, viewer_client):
     assert viewer_client.get(URL + "?body=").status_code == 200
     assert viewer_client.get(URL + "?body=x").status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [("?since=0001-01-01T00:00", "since: must be on or after 2000-01-01 (UTC)"),
+     ("?until=9999-12-31T00:00", "until: 9999-12-31 00:00:00 UTC is in the future"),
+     ("?job=%D9%A3", "job: write a whole number in digits 0-9"),  # Arabic-Indic 3
+     ("?job=%EF%BC%93", "job: write a whole number in digits 0-9")],  # fullwidth 3
+)  # fmt: skip
+def test_times_before_2000_or_ahead_and_other_digits_are_a_400_that_reads_nothing(dlq, viewer_client, query, says):
+    _cluster, read = dlq
+    refused = viewer_client.get(URL + query)
+    assert refused.status_code == 400 and says in refused.json()["error"]
+    page = viewer_client.get("/dlq/east/orders/" + query)  # the page: the same form, the same refusal
+    assert page.status_code == 400 and says.split(": ", 1)[1] in page.content.decode()
+    assert read == []

@@ -91,7 +91,8 @@ def test_filters_and_sorting(viewer_client, east, query, expected):
     [
         ("sort=nonsense", "lag, lag_seconds, tps"),
         ("health=GREAT", "UNKNOWN, OFFSET_EXPIRED"),
-        ("page=0", "greater than or equal to 1"),
+        ("page=0", "must be between 1 and 1000000"),
+        ("page=\u0663", "write a whole number in digits 0-9"),  # Arabic-Indic 3: not a number here
         ("cluster=west", "(empty), east"),
         ("dir=sideways", "desc, asc"),
         ("order=sideways", "valid parameters: q, cluster, health, topic, sort, dir, page"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 import subprocess
 import threading
 import time
@@ -83,7 +84,7 @@ def read(report: Report, fmt: str) -> bytes:
 
 def test_csv_cells_worked_by_hand(days):
     report = built(("csv",))
-    rows = list(csv.DictReader(io.StringIO(read(report, "csv").decode())))
+    rows = list(csv.DictReader(io.StringIO(read(report, "csv").decode("utf-8-sig"))))
     cells = [(r["group"], r["period start (UTC)"], r["status"], r["consumed"], r["lag p95 (s)"]) for r in rows]
     assert cells == [
         ("orders", D1.isoformat(), "ok", "100", "30.5"),
@@ -101,7 +102,7 @@ def test_csv_cells_worked_by_hand(days):
 
 def test_csv_equals_the_group_page_charts(days, viewer_client):
     report = built(("csv",))
-    rows = [r for r in csv.DictReader(io.StringIO(read(report, "csv").decode())) if r["group"] == "orders"]
+    rows = [r for r in csv.DictReader(io.StringIO(read(report, "csv").decode("utf-8-sig"))) if r["group"] == "orders"]
     figure = viewer_client.get(f"/stats/east/orders/charts.json?since={D1}&until={D3}").json()["figures"]
     p95 = next(t["y"] for t in figure["lag_seconds"]["data"] if t["name"] == "p95")
     assert [float(r["lag p95 (s)"]) if r["lag p95 (s)"] else None for r in rows] == p95
@@ -160,11 +161,57 @@ def test_pdf_renders_with_the_group_names_and_charts(days, tmp_path):
         ({"group_filter": "nothing-like-this"}, "the range is empty"),
         ({"first": TODAY + dt.timedelta(days=1), "last": TODAY + dt.timedelta(days=2)}, "in the future"),
         ({"granularity": "hourly", "first": TODAY - dt.timedelta(days=40)}, "at most 31 days"),
+        ({"last": TODAY + dt.timedelta(days=1)}, f"{TODAY + dt.timedelta(days=1)} is after today \\({TODAY}, UTC\\)"),
+        ({"last": dt.date(9999, 12, 31)}, "9999-12-31 is after today"),  # held a worker 914 s, 7.8 GB
+        # TODAY - 100 to TODAY - 1: 100 days
+        (
+            {"first": TODAY - dt.timedelta(days=100), "last": TODAY - dt.timedelta(days=1)},
+            f"at most 92 days; {TODAY - dt.timedelta(days=100)} to {TODAY - dt.timedelta(days=1)} is 100",
+        ),
     ],
 )
 def test_bad_parameters_create_nothing(days, changes, why):
     with pytest.raises(services.ReportRefused, match=why):
         services.request_report(spec(**changes), ["csv"])
+    assert not Report.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("limit", "changes", "says"),
+    [
+        # orders and payments over D1..D3: 2 groups x 3 days
+        (5, {}, "would hold 6 rows (2 groups × 3 days), more than the 5 a report may hold"),
+        # hourly: 2 groups x 3 days x 24 hours
+        (143, {"granularity": "hourly"}, "would hold 144 rows (2 groups × 72 hours), more than the 143"),
+    ],
+)
+def test_a_report_larger_than_the_limit_is_refused_with_its_figure(days, settings, limit, changes, says):
+    settings.REPORT_MAX_ROWS = limit
+    with pytest.raises(services.ReportRefused, match=re.escape(says)):
+        services.request_report(spec(**changes), ["csv"])
+    assert not Report.objects.exists()
+    settings.REPORT_MAX_ROWS = limit + 1  # exactly the estimate: made
+    services.request_report(spec(**changes), ["csv"])
+    settings.REPORT_MAX_ROWS = 3  # orders alone: 1 group x 3 days
+    services.request_report(spec(group_filter="ord"), ["csv"])
+
+
+def test_the_estimate_is_the_rows_the_builder_writes(days, settings):
+    GroupDay.objects.bulk_create([GroupDay(cluster="east", date=D1, group=f"g-{n:04d}", **BASE) for n in range(1000)])
+    assert services.estimated_rows(spec(granularity="hourly")) == (1002, 1002 * 72)
+    settings.REPORT_MAX_ROWS = 50_000
+    with pytest.raises(services.ReportRefused, match="72,144 rows \\(1,002 groups × 72 hours\\), more than the 50,000"):
+        services.request_report(spec(granularity="hourly"), ["csv"])
+    report = built(("csv",), group_filter="g-000")  # g-0000 .. g-0009, over D1..D3
+    assert services.estimated_rows(spec(group_filter="g-000")) == (10, 30) == (report.groups, report.rows)
+
+
+def test_the_page_refuses_a_range_past_today_and_makes_nothing(days, viewer_client, monkeypatch):
+    monkeypatch.setattr("consumers.reports.views.build_report.delay", lambda pk: None)
+    form = {"clusters": ["east"], "first": D1, "last": "9999-12-31", "granularity": "daily", "formats": ["csv"]}
+    refused = viewer_client.post("/reports/new/", form)
+    assert refused.status_code == 400 and "9999-12-31 is after today" in refused.content.decode()
+    assert viewer_client.post("/reports/new/", {**form, "last": "\u0662\u0660\u0662\u0666-01-01"}).status_code == 400
     assert not Report.objects.exists()
 
 
@@ -236,7 +283,7 @@ def test_a_thousand_groups_over_thirty_days_with_progress(db, settings, tmp_path
     report.refresh_from_db()
     assert report.state == "ready" and report.progress == 100 and (report.groups, report.rows) == (1000, 30_000)
     assert seen == sorted(seen) and len(set(seen)) > 2
-    rows = list(csv.reader(io.StringIO(read(report, "csv").decode())))
+    rows = list(csv.reader(io.StringIO(read(report, "csv").decode("utf-8-sig"))))
     assert len(rows) == 30_001 and rows[-1][1] == "group-0999" and rows[-1][5] == "999"
     daily = load_workbook(io.BytesIO(read(report, "xlsx")), read_only=True)["Daily"]
     assert sum(1 for _ in daily.iter_rows(values_only=True)) == 30_001
@@ -248,7 +295,7 @@ def test_report_now_from_the_live_snapshot(days, viewer_client, redis):
     publish(Cluster.objects.get(name="east"), redis, [group("orders", lag=6), group("payments", lag=0)])
     response = viewer_client.get("/reports/now.csv?cluster=east&group_filter=ord")
     assert response.status_code == 200 and "lag-now-east-" in response["Content-Disposition"]
-    body = b"".join(response.streaming_content).decode()
+    body = b"".join(response.streaming_content).decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(body)))
     # lag 6 over four queues of max offset 100: 2, 2, 1, 1 (devstack.synthetic.group)
     assert [(r["group"], r["queue"], r["consumer offset"], r["lag (msgs)"], r["status"]) for r in rows] == [

@@ -75,6 +75,14 @@ def test_totals_per_topic():
         ({"strategy": "shift", "shift": "3"}, "non-zero"),
         ({"strategy": "exact"}, "needs offsets"),
         ({"strategy": "exact", "offsets": {"T@broker-a#0": -1}}, "whole number >= 0"),
+        ({"strategy": "exact", "offsets": {"T@broker-a#0": 2**63}}, "between 0 and 9223372036854775807"),
+        (
+            {"strategy": "shift", "shift": 10**30},
+            "the shift must be between -9223372036854775807 and 9223372036854775807",
+        ),
+        ({"strategy": "shift", "shift": 2**63}, "the shift must be between"),
+        ({"strategy": "shift", "shift": -(2**63)}, "the shift must be between"),  # a long, but -N has no twin
+        ({"strategy": "shift", "shift": -(2**63) - 1}, "the shift must be between"),
         ({"strategy": "copy"}, "group to copy offsets from"),
         ({"strategy": "earliest", "topics": "T"}, "list of topic names"),
     ],
@@ -82,3 +90,8 @@ def test_totals_per_topic():
 def test_bad_parameters_are_refused_with_a_message(params, says):
     with pytest.raises(InvalidReset, match=says):
         validate_params(params, now_ms=NOW)
+
+
+@pytest.mark.parametrize("shift", [2**63 - 1, -(2**63 - 1), 1, -1])
+def test_a_shift_at_the_ends_of_its_range_is_taken(shift):
+    assert validate_params({"strategy": "shift", "shift": shift}, now_ms=NOW)["shift"] == shift

@@ -75,6 +75,23 @@ def test_custom_range_and_bad_periods(viewer_client, stats):
     assert viewer_client.get("/stats/nowhere/orders/charts.json").status_code == 404
 
 
+@pytest.mark.parametrize("days", ["\u0667", "\uff17", "\u0663\u0660"])  # Arabic-Indic 7, fullwidth 7, Arabic-Indic 30
+def test_a_preset_in_other_digits_is_no_preset(viewer_client, stats, days):
+    response = viewer_client.get(f"/stats/east/orders/charts.json?days={days}")
+    assert response.status_code == 400 and "not one of the available choices" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("attempt", "status"), [("1", 200), ("2", 404), ("0", 400), ("\u0661", 400), ("\uff11", 400)])
+def test_a_log_attempt_is_ascii_digits(viewer_client, stats, attempt, status):
+    """ "١".isdigit() is true, and int() reads it as 1: the log's ?attempt= goes by the shared rule."""
+    run = StatsRun.objects.create(first=D1, last=D1, clusters=["east"], trigger="page", state="succeeded",
+                                  master="local[*]", attempt=1)  # fmt: skip
+    response = viewer_client.get(f"/stats/jobs/{run.pk}/log/?attempt={attempt}")
+    assert response.status_code == status, response.content
+    if status == 400:
+        assert "attempt:" in response.content.decode()
+
+
 def test_cluster_page_top_lists_and_totals(viewer_client, stats):
     html = viewer_client.get("/stats/?cluster=east&days=7").content.decode()
     top = html.split('id="top-lag_seconds_p95"')[1].split("</section>")[0]
