@@ -58,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
         f"`{PROG} create-user -h` shows its options.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    top.set_defaults(prog=PROG)  # the servers name their processes after it (servers.py imports nothing from here)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="the web server (gunicorn, gthread workers)")

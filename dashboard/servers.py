@@ -11,8 +11,6 @@ from pathlib import Path
 
 from gunicorn.app.base import BaseApplication
 
-from .cli import PROG
-
 
 class WebServer(BaseApplication):
     """gunicorn serving dashboard.wsgi, configured from these options only: no gunicorn.conf.py
@@ -43,7 +41,7 @@ def web_options(args: argparse.Namespace) -> dict:
         "threads": args.threads,
         "graceful_timeout": args.graceful_timeout,
         "accesslog": args.access_logfile or None,
-        "proc_name": PROG,
+        "proc_name": args.prog,
         # gunicorn's control socket is one fixed path per user ($HOME/.gunicorn/gunicorn.ctl):
         # a second server of that user (the demo beside the tests) would take it over
         "control_socket_disable": True,
@@ -75,7 +73,7 @@ def beat_argv(args: argparse.Namespace) -> list[str]:
 
 
 def worker(args: argparse.Namespace) -> None:
-    _celery(worker_argv(args))
+    _celery(worker_argv(args), args.prog)
 
 
 def beat(args: argparse.Namespace) -> None:
@@ -84,10 +82,10 @@ def beat(args: argparse.Namespace) -> None:
     # its state file is in VAR_DIR by default, which nothing else has made on a site whose
     # database is PostgreSQL: beat would stop at once on the missing folder
     Path(args.schedule or settings.CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
-    _celery(beat_argv(args))
+    _celery(beat_argv(args), args.prog)
 
 
-def _celery(argv: list[str]) -> None:
+def _celery(argv: list[str], prog: str) -> None:
     """`celery -A dashboard ARGV`, exiting as it does. The app object is handed over as
     Celery.start() does it: with -A, Celery would import the app from the working directory first."""
     from celery.bin.celery import celery as celery_command
@@ -95,4 +93,4 @@ def _celery(argv: list[str]) -> None:
     from dashboard.celery import app
 
     next(option for option in celery_command.params if option.name == "app").default = app
-    celery_command.main(args=argv, prog_name=PROG, auto_envvar_prefix="CELERY")
+    celery_command.main(args=argv, prog_name=prog, auto_envvar_prefix="CELERY")

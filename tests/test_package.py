@@ -231,6 +231,7 @@ def test_serve_is_gunicorn_with_gthread_and_the_worker_celery_with_prefork():
     parse = cli.parser().parse_args
     web = servers.web_options(parse(["serve", "--bind", "0.0.0.0:8080", "--workers", "3"]))
     assert web["worker_class"] == "gthread" and web["bind"] == ["0.0.0.0:8080"] and web["workers"] == 3
+    assert web["proc_name"] == "rocketmq-console"
     assert servers.worker_argv(parse(["worker", "-c", "4"])) == [
         "worker", "--pool", "prefork", "--loglevel", "info", "--concurrency", "4",
     ]  # fmt: skip
