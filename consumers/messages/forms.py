@@ -91,6 +91,8 @@ class FindForm(forms.Form):
         if self.errors:
             return data
         self._check_shapes(data)
+        if self.errors:  # a value of the wrong shape is dropped from the data: not also "missing"
+            return data
         missing = [n for n in self.NEEDS.get(data.get("by"), ()) if data.get(n) in (None, "")]
         if missing:
             raise forms.ValidationError(

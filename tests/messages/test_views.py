@@ -141,6 +141,11 @@ def test_bad_input_is_a_400_that_says_why_before_any_broker_is_asked(viewer_clie
     assert east == []
 
 
+def test_a_malformed_id_is_only_said_to_be_malformed_not_also_missing(viewer_client, east):
+    error = viewer_client.get("/api/messages/?cluster=east&by=id&msg_id=not-hex").json()["error"]
+    assert "hexadecimal" in error and "needs msg_id" not in error
+
+
 def test_the_api_refuses_parameters_it_does_not_know(viewer_client, east):
     response = viewer_client.get(f"/api/messages/?cluster=east&by=id&msg_id={UNIQ}&msgid=x")
     assert response.status_code == 400 and "unknown parameter(s) msgid" in response.json()["error"]
