@@ -172,3 +172,14 @@ def decode_cursor(raw: str, entry_ok) -> dict:
     if not isinstance(cursor, dict) or not all(entry_ok(k, v) for k, v in cursor.items()):
         raise ValueError(BAD_CURSOR)
     return cursor
+
+
+class DateInput(forms.DateInput):
+    """A browser's date picker. Its value must be YYYY-MM-DD whatever the page's language: Django
+    would render the language's own format (2026/11/21 in Chinese), which the browser rejects,
+    leaving the field empty."""
+
+    input_type = "date"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs, format="%Y-%m-%d")

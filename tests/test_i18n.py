@@ -321,3 +321,16 @@ def test_makemessages_over_the_sources_leaves_nothing_untranslated_or_fuzzy(tmp_
         assert [e["msgid"] for e in made if e["msgid"] not in committed] == [], domain
         assert [e["msgid"] for e in made if "fuzzy" in e["flags"]] == [], domain
         assert [e["msgid"] for e in made if not (e.get("msgstr") or e.get("msgstr[0]"))] == [], domain
+
+
+@pytest.mark.parametrize(
+    "path", ["/stats/", "/stats/?days=7", "/groups/east/orders/", "/audit/?since=2026-11-01&until=2026-11-21", "/reports/"]
+)  # fmt: skip
+def test_date_inputs_hold_iso_dates_in_chinese_too(viewer_client, east, path):
+    """A browser's date input takes YYYY-MM-DD only: the Chinese format (2026/11/21) left every
+    date field empty on the Chinese pages."""
+    html = viewer_client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    dates = re.findall(r'<input type="date"[^>]*>', html)
+    assert dates, html[:2000]
+    values = [re.search(r'value="([^"]*)"', d) for d in dates]
+    assert all(v and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.group(1)) for v in values), dates

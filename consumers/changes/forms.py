@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import add_range_problems
+from ..inputs import DateInput, add_range_problems
 from .models import State
 
 ACTIONS = [
@@ -32,8 +32,8 @@ class AuditFilterForm(forms.Form):
     group = forms.CharField(required=False, max_length=255, label=_("Group"))
     user = forms.CharField(required=False, max_length=150, label=_("User"))
     action = forms.ChoiceField(required=False, label=_("Action"), choices=[("", _("any"))] + [(a, a) for a in ACTIONS])
-    since = forms.DateField(required=False, label=_("Since"), widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, label=_("Until"), widget=forms.DateInput(attrs={"type": "date"}))
+    since = forms.DateField(required=False, label=_("Since"), widget=DateInput())
+    until = forms.DateField(required=False, label=_("Until"), widget=DateInput())
     format = forms.ChoiceField(required=False, label=_("Format"), choices=[("", _("page")), ("csv", "csv")])
 
     def clean(self):

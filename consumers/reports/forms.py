@@ -8,6 +8,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..inputs import DateInput
 from .content import ReportSpec
 from .models import Report
 
@@ -17,8 +18,8 @@ FORMAT_CHOICES = [("csv", "CSV"), ("xlsx", "XLSX"), ("pdf", _("PDF (with charts)
 class ReportForm(forms.Form):
     clusters = forms.MultipleChoiceField(choices=[], widget=forms.CheckboxSelectMultiple, label=_("clusters"))
     group_filter = forms.CharField(required=False, max_length=255, label=_("groups containing"))
-    first = forms.DateField(label=_("from (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
-    last = forms.DateField(label=_("to (UTC)"), widget=forms.DateInput(attrs={"type": "date"}))
+    first = forms.DateField(label=_("from (UTC)"), widget=DateInput())
+    last = forms.DateField(label=_("to (UTC)"), widget=DateInput())
     granularity = forms.ChoiceField(choices=Report.Granularity.choices, initial="daily", label=_("granularity"))
     formats = forms.MultipleChoiceField(choices=FORMAT_CHOICES, widget=forms.CheckboxSelectMultiple,
                                         initial=["csv", "xlsx", "pdf"], label=_("formats"))  # fmt: skip
