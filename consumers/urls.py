@@ -74,6 +74,8 @@ urlpatterns = [
     path("account/tokens/", identity.token_list, name="tokens"),
     path("account/tokens/new/", identity.token_create, name="token-create"),
     path("account/tokens/<int:pk>/revoke/", identity.token_revoke, name="token-revoke"),
+    # the identity provider's server posts logout tokens here (OpenID Connect back-channel logout)
+    path("oidc/backchannel-logout/", identity.backchannel_logout, name="oidc-backchannel-logout"),
     path("metrics", metrics.metrics, name="metrics"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),

@@ -205,9 +205,14 @@ OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
 # how old a single sign-on session's team membership may get before it is read again from the
 # provider (it is read again before every write whatever its age)
 OIDC_RECHECK_SECONDS = env_int("OIDC_RECHECK_SECONDS", 300)
-# an API token of a single sign-on user writes only while the provider confirmed the owner's
-# groups (a sign-in or a session's re-check) less than this many seconds ago: a token has no
-# refresh token, so a person removed from a team in the provider keeps no write through one
+# Keycloak only: an API token's write asks Keycloak's admin API (the console client's service
+# account, realm-management's view-users role) whether its owner is still enabled and in which
+# groups, once the provider's last word on them is older than OIDC_RECHECK_SECONDS: a user
+# disabled, deleted or removed from a group there loses token writes within that bound
+OIDC_KEYCLOAK_ADMIN_API = env_bool("OIDC_KEYCLOAK_ADMIN_API", False)
+# without OIDC_KEYCLOAK_ADMIN_API the console cannot ask: an API token of a single sign-on user
+# writes only while the provider confirmed the owner's groups (a sign-in or a session's re-check)
+# less than this many seconds ago, and not ended their sessions (back-channel logout) since
 OIDC_TOKEN_MEMBERSHIP_MAX_AGE = env_int("OIDC_TOKEN_MEMBERSHIP_MAX_AGE", 86400)
 if OIDC_ISSUER:
     # plain HTTP only to this machine (the development Keycloak): tokens and secrets cross it
@@ -217,6 +222,8 @@ if OIDC_ISSUER:
         raise ImproperlyConfigured("OIDC_ISSUER is set: OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (or _FILE) are needed")
     if "openid" not in OIDC_SCOPES:
         raise ImproperlyConfigured(f"OIDC_SCOPES must include openid, not {','.join(OIDC_SCOPES)!r}")
+    if OIDC_KEYCLOAK_ADMIN_API and "/realms/" not in OIDC_ISSUER:
+        raise ImproperlyConfigured(f"OIDC_KEYCLOAK_ADMIN_API needs a Keycloak issuer, not {OIDC_ISSUER!r}")
 # Username and password logins (the login page, /admin/login/, API_BASIC_AUTH). Off: everyone
 # signs in through the identity provider, the break-glass admin too (README, Single sign-on).
 PASSWORD_LOGIN = env_bool("PASSWORD_LOGIN", True)

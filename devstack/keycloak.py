@@ -60,10 +60,12 @@ def console_client(realm_data: dict | None = None) -> dict:
 
 
 def realm_users(realm_data: dict | None = None) -> dict[str, dict]:
-    """username -> {"password", "groups"} of the realm file's users (the demo prints them)."""
+    """username -> {"password", "groups"} of the realm file's users (the demo prints them); not
+    the console client's service account (it reads users through the admin API, no password)."""
     return {
         user["username"]: {"password": user["credentials"][0]["value"], "groups": user.get("groups", [])}
         for user in (realm_data or realm())["users"]
+        if "serviceAccountClientId" not in user
     }
 
 
@@ -271,3 +273,17 @@ class LocalKeycloak:
     def set_membership(self, username: str, group: str, member: bool) -> None:
         path = f"/users/{self.user_id(username)}/groups/{self.group_id(group)}"
         self.admin("PUT" if member else "DELETE", path)
+
+    def set_enabled(self, username: str, enabled: bool) -> None:
+        path = f"/users/{self.user_id(username)}"
+        self.admin("PUT", path, {**self.admin("GET", path), "enabled": enabled})
+
+    def set_backchannel_logout(self, url: str) -> None:
+        """Where Keycloak posts the console's logout tokens (OpenID Connect back-channel logout).
+        The realm file names the demo's console (http://127.0.0.1:8000); a console elsewhere (a
+        test's) is set here, on the running server only."""
+        found = self.admin("GET", f"/clients?clientId={urllib.parse.quote(self.client_id)}")[0]
+        path = f"/clients/{found['id']}"
+        client = self.admin("GET", path)
+        client["attributes"] = {**client.get("attributes", {}), "backchannel.logout.url": url}
+        self.admin("PUT", path, client)

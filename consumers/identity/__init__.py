@@ -10,7 +10,9 @@ reaches into the modules below (tests/test_structure.py keeps it so).
   of a cluster the user's scope shows.
 - single sign-on through an OpenID Connect provider (oidc.py), the users and IdP groups it
   records (accounts.py, from the claims as claims.py reads them), team membership re-read
-  (recheck.py), the login and logout pages (views.py), the authentication backends.
+  (recheck.py), the login and logout pages (views.py), the authentication backends; the
+  provider's back-channel logout (backchannel.py) ending sessions (sessions.py); Keycloak's admin
+  API read for token writes (keycloak_admin.py).
 - tokens/: per-user API tokens (page, hashing, Bearer authentication, throttling apart from
   passwords); lockout.py: login throttling with django-axes.
 
@@ -80,6 +82,7 @@ __all__ = [
     "LoginView",
     "admin_login",
     "audit_lockout",
+    "backchannel_logout",
     "logout",
     "reset_own_failures",
     "sign_in_callback",
@@ -138,6 +141,7 @@ _WHERE: dict[str, str] = {
     "LoginView": "views",
     "admin_login": "views",
     "audit_lockout": "lockout",
+    "backchannel_logout": "backchannel",
     "logout": "views",
     "reset_own_failures": "lockout",
     "sign_in_callback": "views:callback",

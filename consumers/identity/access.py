@@ -23,9 +23,10 @@ from .. import apischema
 from ..apischema import Obj
 from ..errors import json_error
 from ..models import Cluster
-from . import lockout, recheck
+from . import lockout
 from .grants import scope_of
 from .roles import VIEW
+from .tokens import membership
 from .tokens.auth import TokenLockedOut, token_user
 
 
@@ -144,9 +145,9 @@ def _write_refused(request, via: str):
     if cross:
         return json_error(403, f"cross-site write refused: {cross}")
     if via == "token":
-        unconfirmed = recheck.token_membership_unconfirmed(request.user)
-        if unconfirmed:
-            return json_error(403, unconfirmed)
+        refused = membership.write_refused(request)
+        if refused is not None:
+            return json_error(*refused)
     if via == "session":
         refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
         if refused is not None:

@@ -19,9 +19,13 @@ class IdpAccount(models.Model):
     groups = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_sign_in = models.DateTimeField(null=True, blank=True)
-    # when the provider last said the groups (a sign-in, or a session's re-check): an API token
-    # acts without a session, so its writes stop once this is older than a bound (recheck.py)
+    # when the provider last said the groups (a sign-in, a session's re-check, a token write's
+    # re-check): an API token acts without a session, so its writes need this recent (tokens/membership.py)
     groups_confirmed_at = models.DateTimeField(null=True, blank=True)
+    # when the provider last ended this account's sessions (a back-channel logout) or said it is
+    # disabled or gone (its admin API): its tokens write again only once the groups are confirmed after it
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    suspended_why = models.CharField(max_length=200, blank=True)
 
     class Meta:
         verbose_name = _("identity provider account")
@@ -29,6 +33,42 @@ class IdpAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.subject} at {self.issuer})"
+
+    @property
+    def suspended(self) -> bool:
+        return self.suspended_at is not None and (
+            self.groups_confirmed_at is None or self.groups_confirmed_at <= self.suspended_at
+        )
+
+
+class IdpSession(models.Model):
+    """A console session signed in through the provider, with the provider's session id (the ID
+    token's `sid`): a back-channel logout names that id, or only the account (sessions.py)."""
+
+    account = models.ForeignKey(IdpAccount, on_delete=models.CASCADE, related_name="sessions")
+    session_key = models.CharField(max_length=40, unique=True)
+    sid = models.CharField(max_length=255, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # the user signed out here: the provider's back-channel logout that follows is no news
+    signed_out_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"session of {self.account.user} (sid {self.sid or '?'})"
+
+
+class LogoutTokenUse(models.Model):
+    """The `jti` of each accepted logout token until it expires: the same token posted again is
+    refused (backchannel.py), whichever process of the console receives it."""
+
+    issuer = models.CharField(max_length=255)
+    jti = models.CharField(max_length=255)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "jti"], name="logout_token_used_once")]
+
+    def __str__(self) -> str:
+        return f"logout token {self.jti} of {self.issuer}"
 
 
 class Grant(models.Model):

@@ -8,11 +8,12 @@ the userinfo endpoint says the groups now, and the user's `idp:` groups are set 
 provider that refuses the refresh (the session was ended there, the user disabled) ends the
 console session too. A provider that cannot be reached leaves reads on the groups last known,
 and refuses writes: a write is never allowed on a membership that could not be confirmed.
+API tokens have no session: tokens/membership.py confirms their owners' groups. A back-channel
+logout from the provider ends sessions at once, without waiting for a re-check (backchannel.py).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 
@@ -22,39 +23,17 @@ from django.conf import settings
 from django.contrib.auth import logout as auth_logout
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from joserfc.errors import JoseError
 
 from .. import audit
-from . import accounts, lockout, oidc
+from . import accounts, oidc
 from .grants import forget_scope
 from .models import IdpAccount
 
 log = logging.getLogger(__name__)
 REFRESH_KEY = "oidc_refresh_token"
 CHECKED_KEY = "oidc_checked_at"
-
-
-def token_membership_unconfirmed(user) -> str | None:
-    """Why an API token of this user may not write now (None: it may). A token acts without a
-    session, so nothing reads its owner's groups again from the provider: a person removed from
-    a team there would keep the team's grants through their tokens. So a token of a single
-    sign-on user writes only while the provider confirmed the groups (at a sign-in, or a
-    session's re-check) less than OIDC_TOKEN_MEMBERSHIP_MAX_AGE ago; reads go on, with the
-    groups last known. Local accounts' groups live in the console: no bound."""
-    account = IdpAccount.objects.filter(user=user).only("groups_confirmed_at", "last_sign_in").first()
-    if account is None:
-        return None
-    confirmed = account.groups_confirmed_at or account.last_sign_in
-    bound = dt.timedelta(seconds=settings.OIDC_TOKEN_MEMBERSHIP_MAX_AGE)
-    if confirmed is not None and timezone.now() - confirmed <= bound:
-        return None
-    when = f"at {confirmed:%Y-%m-%d %H:%M} UTC" if confirmed else "never"
-    return (
-        f"your team membership was last confirmed by the identity provider {when}, more than "
-        f"{lockout.describe(bound)} ago: sign in to the console once, then this token writes again"
-    )
 
 
 class Ended(Exception):

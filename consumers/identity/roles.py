@@ -192,6 +192,8 @@ ACCESS: dict[str, Rule] = {
     "tokens": Rule(sees="only the user's own tokens"),
     "token-create": Rule(get=None, post=VIEW),
     "token-revoke": Rule(get=None, post=VIEW, sees="only the user's own tokens"),
+    # no user: the identity provider's server posts a logout token it signed (backchannel.py)
+    "oidc-backchannel-logout": Rule(get=None, sees="no login: a logout token signed by the identity provider"),
     "api-clusters": Rule(),
     "api-groups": Rule(),
     "api-group": Rule(),

@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import audit
-from . import accounts, oidc, recheck
+from . import accounts, oidc, recheck, sessions
 from .access import remote_addr
 from .roles import roles_of
 
@@ -110,6 +110,7 @@ def callback(request):
     auth_login(request, user, backend=BACKEND)
     request.session[ID_TOKEN_KEY] = token["id_token"]  # the id_token_hint of the logout
     recheck.remember(request, token)  # the refresh token: team membership is read again (recheck.py)
+    sessions.record(request, user, claims)  # the provider's sid: a back-channel logout names it (backchannel.py)
     audit_login(request, "oidc", issuer=oidc.metadata()["issuer"], subject=claims["sub"], idp_groups=signed_in.groups,
                 added=signed_in.added, removed=signed_in.removed, created=signed_in.created)  # fmt: skip
     return HttpResponseRedirect(wanted or reverse(settings.LOGIN_REDIRECT_URL))
@@ -129,6 +130,8 @@ def logout(request):
     page that goes on by itself, not a redirect: a form's redirect to another site is refused
     by the console's Content-Security-Policy (form-action 'self'), which stays as it is."""
     id_token = request.session.get(ID_TOKEN_KEY)
+    if id_token:
+        sessions.signed_out(request)  # the provider's back-channel logout of this session is no news
     if request.user.is_authenticated:
         audit.record("logout", username=request.user.get_username(), remote_addr=remote_addr(request),
                      details={"method": "oidc" if id_token else "password"})  # fmt: skip

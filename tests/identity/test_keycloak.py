@@ -1,27 +1,37 @@
 """Single sign-on against a real Keycloak (one per test session, devstack/keycloak.py): the
 console's own callback, token checks and logout, with the Django test client as the console's
-browser and tests.support.oidc as Keycloak's (its login form, filled as a person would).
-The same round trip in Chromium is test_browser_sso.py."""
+browser and tests.support.oidc as Keycloak's (its login form, filled as a person would); API
+tokens of users disabled or removed from a team there (Keycloak's admin API), and Keycloak's
+back-channel logout. The same round trip in Chromium is test_browser_sso.py."""
 
 from __future__ import annotations
 
 import base64
 import html
 import json
+import queue
 import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.contrib.auth.models import Group
+from django.contrib.sessions.models import Session
 from django.test import Client
 
 from consumers.changes.models import AuditEvent
-from consumers.identity import Grant, IdpAccount, oidc
+from consumers.identity import Grant, IdpAccount, create_token, oidc
+from consumers.models import Cluster
 from devstack.keycloak import realm
 from tests.support.oidc import KeycloakBrowser, code_flow
 
 pytestmark = pytest.mark.keycloak
 HOST = "127.0.0.1:8123"  # the console as Keycloak sees it (its client allows http://127.0.0.1:*)
+# where Keycloak posts logout tokens outside the back-channel tests: nothing listens (the realm
+# file names the demo's console, http://127.0.0.1:8000, which may be another run's)
+NOWHERE = "http://127.0.0.1:9/oidc/backchannel-logout/"
 
 
 @pytest.fixture
@@ -30,6 +40,9 @@ def sso(settings, keycloak):
     settings.OIDC_CLIENT_ID = keycloak.client_id
     settings.OIDC_CLIENT_SECRET = keycloak.client_secret
     settings.OIDC_TIMEOUT = 60  # a Keycloak on 2 cores shared with a RocketMQ test run
+    if getattr(keycloak, "backchannel_url", None) is None:
+        keycloak.set_backchannel_logout(NOWHERE)
+        keycloak.backchannel_url = NOWHERE
     return keycloak
 
 
@@ -195,3 +208,144 @@ def test_a_session_ended_at_keycloak_ends_in_the_console_at_the_next_check(conso
     ended = AuditEvent.objects.filter(action="logout").last()
     assert ended.details["ended_by"] == "identity provider"
     assert console.get("/account/tokens/").status_code == 302  # signed out for good
+
+
+# --- API tokens and Keycloak's admin API (OIDC_KEYCLOAK_ADMIN_API), back-channel logout ---
+
+RECHECK = 5  # OIDC_RECHECK_SECONDS here: the bound within which a token's owner is asked again
+TEAM_WRITE = {"cluster": "east", "group": "payments-worker", "params": {"strategy": "earliest"}, "reason": "replay"}
+
+
+@pytest.fixture
+def alice_token(console, sso, settings):
+    """alice, a viewer everywhere and through Keycloak's /payments an operator of payments-*,
+    signed in once to make a token, then out of the console: no browser session is left."""
+    settings.OIDC_KEYCLOAK_ADMIN_API = True
+    settings.OIDC_RECHECK_SECONDS = RECHECK
+    Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:1")  # closed: an allowed write answers 502
+    Grant.objects.create(subject_kind="idp_group", subject="payments", role="operator", groups="payments-*")
+    Grant.objects.create(subject_kind="user", subject="alice", role="viewer")
+    sign_in(console, sso, "alice")
+    user = IdpAccount.objects.get(subject=sso.user_id("alice")).user
+    _token, secret = create_token(user, name="cron", days=None)
+    console.post("/logout/")  # out of the console (Keycloak's session is left: the browser is not sent there)
+    assert team_write(secret).status_code == 502  # past every check, to the (closed) broker
+    yield secret
+    sso.set_membership("alice", "payments", True)
+    sso.set_enabled("alice", True)
+
+
+def team_write(secret: str):
+    return Client().post("/api/changes/", json.dumps(TEAM_WRITE), content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {secret}")  # fmt: skip
+
+
+def first_refusal(secret: str, deadline: float) -> tuple[float, object]:
+    """Token writes one after another until one is refused (403): (seconds it took, that answer)."""
+    started = time.monotonic()
+    while True:
+        answer = team_write(secret)
+        if answer.status_code == 403 or time.monotonic() - started > deadline:
+            return time.monotonic() - started, answer
+        assert answer.status_code == 502, answer.content
+        time.sleep(0.25)
+
+
+def test_a_member_removed_in_keycloak_loses_token_writes_to_the_team_within_the_bound(alice_token, sso):
+    sso.set_membership("alice", "payments", False)
+    took, refused = first_refusal(alice_token, deadline=RECHECK + 30)
+    print(f"\nremoved from /payments: first refused token write after {took:.1f} s (bound {RECHECK} s)")
+    assert refused.status_code == 403, refused.content
+    assert "operator role on group payments-worker" in refused.json()["error"]
+    assert took <= RECHECK + 10  # the bound, and the seconds a loaded machine takes to answer
+    changed = AuditEvent.objects.get(action="idp-groups-changed")
+    assert (changed.username, changed.details["removed"]) == ("alice", ["payments"])
+    assert changed.details["via"] == "api token"
+
+
+def test_a_user_disabled_in_keycloak_loses_token_writes_and_browser_sessions_within_the_bound(alice_token, sso):
+    browser = Client(HTTP_HOST=HOST)
+    sign_in(browser, sso, "alice")  # a browser session too, which must end with the token's writes
+    sso.set_enabled("alice", False)
+    took, refused = first_refusal(alice_token, deadline=RECHECK + 30)
+    print(f"\ndisabled: first refused token write after {took:.1f} s (bound {RECHECK} s)")
+    assert refused.status_code == 403 and "disabled at the identity provider" in refused.json()["error"]
+    assert took <= RECHECK + 10
+    assert not Session.objects.filter(session_key=browser.session.session_key).exists()  # before it asked anything
+    ended = AuditEvent.objects.filter(action="logout", details__via="admin API").get()
+    assert (ended.username, ended.details["sessions"]) == ("alice", 1)
+    sso.set_enabled("alice", True)  # enabled again: the next write asks at once (suspended), and writes
+    assert team_write(alice_token).status_code == 502
+
+
+class Relay:
+    """Keycloak's back-channel, received here: an HTTP server on 127.0.0.1 that keeps what Keycloak
+    posts, for the test to hand to the console (which has no HTTP server in these tests)."""
+
+    def __init__(self):
+        self.received = queue.Queue()
+        received = self.received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                received.put(parse_qs(body).get("logout_token", [""])[0])
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/oidc/backchannel-logout/"
+
+    def next_token(self, timeout: float = 30) -> str:
+        return self.received.get(timeout=timeout)
+
+
+@pytest.fixture
+def relay(sso):
+    found = Relay()
+    sso.set_backchannel_logout(found.url)
+    sso.backchannel_url = found.url
+    yield found
+    sso.set_backchannel_logout(NOWHERE)
+    sso.backchannel_url = NOWHERE
+    found.server.shutdown()
+
+
+def backchannel(logout_token: str):
+    """The logout token posted to the console as Keycloak posts it (another client: no cookies)."""
+    return Client(HTTP_HOST=HOST).post("/oidc/backchannel-logout/", {"logout_token": logout_token})
+
+
+def test_sessions_ended_by_an_administrator_end_in_the_console_at_once(console, sso, relay, settings):
+    """Keycloak 26.5 posts a logout token when an administrator signs a user out (not when it
+    disables them: that is the admin API's, above): the console session ends before its next request."""
+    Grant.objects.create(subject_kind="user", subject="bob", role="viewer")
+    sign_in(console, sso, "bob")
+    assert console.get("/account/tokens/").status_code == 200
+    sso.admin("POST", f"/users/{sso.user_id('bob')}/logout")
+    logout_token = relay.next_token()
+    assert payload(logout_token)["sid"] and "nonce" not in payload(logout_token)
+    assert backchannel(logout_token).status_code == 200
+    assert console.get("/account/tokens/").status_code == 302  # signed out, not by a re-check
+    ended = AuditEvent.objects.get(action="logout", details__via="back-channel logout")
+    assert ended.username == "bob" and ended.details["sessions"] == 1
+    assert IdpAccount.objects.get(subject=sso.user_id("bob")).suspended  # token writes wait for a confirmation
+    replayed = backchannel(logout_token)
+    assert replayed.status_code == 400 and "used already" in replayed.json()["error_description"]
+
+
+def test_the_echo_of_the_consoles_own_logout_suspends_no_token(console, sso, relay):
+    """Keycloak tells every client of a session it ends, the one that asked too: signing out of
+    the console must not stop one's scripts."""
+    browser = KeycloakBrowser()
+    sign_in(console, sso, "carol", browser)
+    out = console.post("/logout/")
+    url = html.unescape(re.search(r'id="end-session" href="([^"]+)"', out.content.decode()).group(1))
+    assert browser.get(url).status_code == 302  # Keycloak ends its session, and posts the logout token
+    assert backchannel(relay.next_token()).status_code == 200
+    assert not IdpAccount.objects.get(subject=sso.user_id("carol")).suspended
+    assert not AuditEvent.objects.filter(action="logout", details__via="back-channel logout").exists()
