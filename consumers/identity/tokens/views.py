@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ...inputs import AsciiIntegerField
 from ..access import console_action, console_page, remote_addr
 from ..grants import PatternError, patterns
 from ..roles import ROLES
@@ -19,7 +20,7 @@ from . import services
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, label=gettext_lazy("Name"),
                            help_text=gettext_lazy("what the token is for, e.g. 'nightly lag export'"))  # fmt: skip
-    days = forms.IntegerField(required=False, min_value=1, max_value=3650, initial=90,
+    days = AsciiIntegerField(required=False, min_value=1, max_value=3650, initial=90,
                               label=gettext_lazy("expires after (days)"),
                               help_text=gettext_lazy("empty: never expires"))  # fmt: skip
     role = forms.ChoiceField(
