@@ -223,11 +223,104 @@ def test_a_visibility_timeout_shorter_than_a_task_limit_is_refused():
     )
 
 
-def test_every_environment_variable_read_is_documented_in_env_example():
-    source = (settings.BASE_DIR / "dashboard" / "settings.py").read_text()
-    names = set(re.findall(r'env_(?:str|bool|int|list|secret|duration)\("([A-Z_]+)"', source))
-    documented = set(re.findall(r"^#?\s*([A-Z_]+)=", (settings.BASE_DIR / ".env.example").read_text(), re.M))
-    assert names <= documented, sorted(names - documented)
+SETTINGS_PACKAGE = Path(settings.BASE_DIR) / "dashboard" / "settings"
+
+
+def variables_read() -> dict:
+    """Every variable the settings package reads (dashboard/settings/environment.py's READ),
+    with its default, from a fresh import with DEBUG=true and nothing else."""
+    code = "import json, dashboard.settings; from dashboard.settings.environment import READ; "
+    code += "print(json.dumps(READ, default=str))"
+    environment = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DEBUG": "true"}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
+                            cwd=settings.BASE_DIR)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def env_example_entries() -> dict[str, tuple[str, str]]:
+    """Every variable .env.example names, set or commented out, as (its value, the comments that
+    go with it): the comment lines above the run of settings it is in, and for a commented-out
+    setting the rest of its line, e.g. "# STATS_RUN_DIR=var/stats-runs"."""
+    entries, comments, after_setting = {}, [], False
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        setting = re.match(r"#?\s*([A-Z][A-Z0-9_]*)=(.*)", line)
+        if setting:
+            value = setting[2]
+            value = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+            entries[setting[1]] = (value, " ".join([*comments, line] if line.startswith("#") else comments))
+        elif line.startswith("#"):
+            comments = [line] if after_setting else [*comments, line]
+        else:
+            comments = []
+        after_setting = bool(setting)
+    return entries
+
+
+def as_written(default) -> str:
+    """A default as .env.example writes it: true/false, a list comma-separated, unset as empty,
+    and a path in the checkout (var/, the virtualenv) relative to it."""
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, list):
+        return ",".join(map(str, default))
+    text = "" if default is None else str(default)
+    checkout = str(settings.BASE_DIR) + "/"
+    return text.removeprefix(checkout)
+
+
+def test_env_example_names_every_variable_the_settings_read_and_nothing_else():
+    """Both ways: a variable read but not in .env.example is one nobody can find; one in
+    .env.example that nothing reads is a setting that does nothing. NAME_FILE of a secret counts."""
+    read = set(variables_read())
+    documented = set(env_example_entries())
+    assert {"DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "OIDC_CLIENT_SECRET_FILE", "STATS_SPARK_CONF"} <= read
+    assert {"ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS", "HISTORY_DIR", "AXES_CLIENT_IP_CALLABLE"} <= read
+    assert {"read, not in .env.example": sorted(read - documented),
+            "in .env.example, never read": sorted(documented - read)} == {
+        "read, not in .env.example": [], "in .env.example, never read": []}  # fmt: skip
+
+
+def test_env_example_gives_each_variable_its_default_or_says_what_it_is():
+    """.env.example shows the production values: where one is not the default (and the default
+    is not simply unset), the comments that go with it say what the default is."""
+    entries = env_example_entries()
+    unsaid = {}
+    for name, default in variables_read().items():
+        value, comments = entries.get(name, ("", ""))
+        written = as_written(default)
+        if written and written != value and "default" not in comments.lower():
+            unsaid[name] = {"default": written, ".env.example": value}
+    assert unsaid == {}
+
+
+def test_the_settings_read_the_environment_through_the_reader_only():
+    """Only environment.py touches os.environ, so its record of what is read is complete."""
+    reading = re.compile(r"\bos\.(?:environ|getenv)\b|\bgetenv\(")
+    direct = {
+        path.name: found
+        for path in sorted(SETTINGS_PACKAGE.glob("*.py"))
+        if path.name != "environment.py" and (found := reading.findall(path.read_text()))
+    }
+    assert direct == {}
+    assert not (Path(settings.BASE_DIR) / "dashboard" / "settings.py").exists()  # the package, not a module beside it
+
+
+def test_empty_means_unset_and_a_dollar_is_only_a_dollar(tmp_path):
+    """django-environ reads `NAME=` as an empty value and `$OTHER` as OTHER's value; the settings
+    keep their old meaning: the default, and the text as given (a secret may begin with "$")."""
+    secret = tmp_path / "secret"
+    secret.write_text("$SECRET_KEY" + "s" * 40 + "\n")
+    given = {"DEBUG": "true", "SESSION_COOKIE_AGE": "", "ALLOWED_HOSTS": "", "EMAIL_HOST": "$HOME",
+             "DEFAULT_FROM_EMAIL": "a\\$b@example.com", "SECRET_KEY_FILE": str(secret)}  # fmt: skip
+    values = settings_values(given, "SESSION_COOKIE_AGE", "ALLOWED_HOSTS", "EMAIL_HOST", "DEFAULT_FROM_EMAIL")
+    assert values == {"SESSION_COOKIE_AGE": 8 * 3600, "ALLOWED_HOSTS": ["127.0.0.1", "localhost"],
+                      "EMAIL_HOST": "$HOME", "DEFAULT_FROM_EMAIL": "a\\$b@example.com"}  # fmt: skip
+    code = "import os, dashboard.settings as s; "
+    code += "print(s.SECRET_KEY == open(os.environ['SECRET_KEY_FILE']).read().strip())"
+    result = subprocess.run([sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin", **given}, capture_output=True,
+                            text=True, cwd=settings.BASE_DIR)  # fmt: skip
+    assert result.stdout.strip() == "True", result.stderr
 
 
 def env_example() -> dict[str, str]:
