@@ -1,5 +1,5 @@
-"""Downloads: spreadsheet cells that cannot run as formulas, CSV written one line at a time, and
-the Content-Disposition header of every attachment.
+"""Downloads: spreadsheet cells that cannot run as formulas, CSV written one line at a time and
+starting with a byte order mark, and the Content-Disposition header of every attachment.
 
 Group names, topics, keys, tags, reasons and usernames in our CSV and XLSX files come from
 brokers, clients and users: a cell such as `=HYPERLINK(...)` would run as a formula when the
@@ -13,6 +13,11 @@ import datetime as dt
 import re
 import urllib.parse
 from decimal import Decimal
+
+# Every CSV we write starts with it (U+FEFF, EF BB BF in UTF-8): Excel reads a CSV without one in
+# the system's code page (GBK on a Chinese Windows), which garbles every non-ASCII name. Readers
+# that know UTF-8 skip it (Python: encoding "utf-8-sig"; LibreOffice, pandas)
+BOM = "\ufeff"
 
 # OWASP: a text cell starting with one of these is read as a formula (tab and CR too, because
 # spreadsheets strip them and then read what follows)

@@ -166,7 +166,9 @@ def test_the_audit_csv_reads_back_neutralised_and_is_not_cached(viewer_client):
     response = viewer_client.get("/audit/?cluster=east&format=csv")
     assert response["Content-Disposition"] == "attachment; filename=\"audit-log.csv\"; filename*=UTF-8''audit-log.csv"
     assert response["Cache-Control"] == NO_STORE
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    body = b"".join(response.streaming_content)
+    assert body.startswith(b"\xef\xbb\xbfid,at,")  # a UTF-8 BOM first (csvstream.BOM): Excel reads it as UTF-8
+    rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
     assert rows == [
         ["id", "at", "username", "remote_addr", "action", "cluster", "group", "change_request", "details"],
         [str(second.pk), second.at.isoformat(), "'+1", "", "approve", "east", "'-1", "", '{"reason": "-1"}'],
@@ -194,7 +196,8 @@ def test_report_csv_download_is_neutralised_with_numbers_intact(hostile_days, vi
     assert response["Cache-Control"] == NO_STORE
     body = b"".join(response.streaming_content)
     assert body == read(report, "csv")
-    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    assert body.startswith(b"\xef\xbb\xbf")  # the saved file has the BOM itself
+    rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
     groups = [r["group"] for r in rows if r["period start (UTC)"] == D1.isoformat()]
     assert groups == ["'+1", "'-1", "'" + HYPERLINK, "'@SUM(1)", "orders", "payments"]
     minus_one = next(r for r in rows if r["group"] == "'-1" and r["period start (UTC)"] == D1.isoformat())
@@ -233,7 +236,9 @@ def test_report_now_csv_and_xlsx_are_neutralised(viewer_client, redis):
     assert response["Cache-Control"] == NO_STORE
     name = response["Content-Disposition"].split('filename="')[1].split('"')[0]
     assert name.startswith("lag-now-east-") and name.endswith("Z.csv")
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    body = b"".join(response.streaming_content)
+    assert body.startswith(b"\xef\xbb\xbfcluster,group,")
+    rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
     assert [(r["group"], r["topic"], r["queue"], r["consumer offset"], r["lag (msgs)"], r["status"]) for r in rows] == [
         ("'-1", "'+T", "0", "100", "0", "ok"),
         ("'" + HYPERLINK, "'@T", "0", "97", "3", "ok"),

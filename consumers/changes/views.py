@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
 from ..core import Actor, ChangeRefused
-from ..csvstream import attachment, csv_writer
+from ..csvstream import BOM, attachment, csv_writer
 from ..errors import bad_request
 from ..identity import (
     ADMINISTER,
@@ -24,6 +24,7 @@ from ..identity import (
     scope_of,
     within,
 )
+from ..languages.labels import label
 from ..rocketmq import RocketMQError
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
@@ -105,7 +106,8 @@ def change_action(request, pk: int):
     except RocketMQError as exc:
         messages.error(request, _("the broker could not be read: %(error)s") % {"error": exc})
         return redirect("consumers:change-detail", pk)
-    messages.success(request, _("request #%(pk)s: %(state)s") % {"pk": result.pk, "state": result.state})
+    state = label("change state", result.state)
+    messages.success(request, _("request #%(pk)s: %(state)s") % {"pk": result.pk, "state": state})
     return redirect("consumers:change-detail", result.pk)
 
 
@@ -131,7 +133,7 @@ AUDIT_COLUMNS = ["id", "at", "username", "remote_addr", "action", "cluster", "gr
 
 def _csv_rows(events, user):
     writer = csv_writer()  # formula-safe: reasons, groups and usernames are typed by people
-    yield writer.writerow(AUDIT_COLUMNS)
+    yield BOM + writer.writerow(AUDIT_COLUMNS)
     for e in events.iterator():
         yield writer.writerow(
             [

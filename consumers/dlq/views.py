@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from .. import audit, claims
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
 from ..core import Actor, ChangeRefused
-from ..csvstream import attachment, base64_cell, csv_writer
+from ..csvstream import BOM, attachment, base64_cell, csv_writer
 from ..errors import bad_request
 from ..identity import (
     REQUEST,
@@ -130,7 +130,7 @@ def _export_lines(cluster, group, selection, fmt):
     """Streamed window by window: one broker read per window, never the whole DLQ in memory."""
     writer = csv_writer()
     if fmt == "csv":
-        yield writer.writerow(CSV_COLUMNS)
+        yield BOM + writer.writerow(CSV_COLUMNS)
     queues = run_on_cluster(cluster, lambda c: dlq_queues(c, group))
     for q in queues:
         for begin in range(q.min, q.max, 256):

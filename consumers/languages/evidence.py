@@ -1,12 +1,14 @@
-"""Health evidence, allocation diagnostics, reset plans' warnings and alerts' evidence in the
-reader's language.
+"""Health evidence, allocation diagnostics, the notes beside a group's numbers, reset plans'
+warnings, a change's verification notes and alerts' evidence in the reader's language.
 
 A poll writes each finding's evidence and each diagnostic once, in English, into the group's
-snapshot document: the API's `evidence` and `message` fields and the alerts keep them so. A page
-shows them translated: the sentence is matched against the English formats it was made from
-(consumers/live/health.py, consumers/live/diagnostics.py) and formatted again with the translated
-format and the same values. A sentence no format made (a reason passed through from elsewhere)
-is shown as it is."""
+snapshot document: the API's `evidence` and `message` fields and the alerts keep them so; a
+change keeps its verification notes in its result so. A page shows them translated: the
+sentence is matched against the English formats it was made from (consumers/live/health.py,
+consumers/live/diagnostics.py, consumers/live/notes.py...) and formatted again with the
+translated format and the same values. A sentence made of several joined by "; " is translated
+part by part. A sentence no format made (a reason passed through from elsewhere) is shown as it
+is."""
 
 from __future__ import annotations
 
@@ -33,10 +35,14 @@ def _formats() -> tuple[tuple[str, re.Pattern], ...]:
     from ..alerts.conditions import EVIDENCE_FORMATS as ALERT_FORMATS
     from ..live.diagnostics import DIAGNOSTIC_FORMATS
     from ..live.health import EVIDENCE_FORMATS
+    from ..live.notes import NOTE_FORMATS
     from ..live.selectors import STALE_DATA
     from ..resets.defects import WARNING_FORMATS
+    from ..resets.execute import NOTE_FORMATS as VERIFICATION_FORMATS
+    from ..subscriptions.execute import NOTE_FORMATS as READ_BACK_FORMATS
 
-    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *WARNING_FORMATS, *ALERT_FORMATS)
+    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *NOTE_FORMATS, *WARNING_FORMATS, *ALERT_FORMATS,
+               *VERIFICATION_FORMATS, *READ_BACK_FORMATS)  # fmt: skip
     return tuple((fmt, _pattern(fmt)) for fmt in formats)
 
 
@@ -45,9 +51,27 @@ def translate_evidence(text) -> str:
         return text
     if (get_language() or "en") == "en":  # written in English: nothing to match (a 100-row list asks 100 times)
         return text
+    whole = _translated(text)
+    if whole is not None or "; " not in text:
+        return text if whole is None else whole
+    # sentences joined by "; " (a note and what followed it): from the left, the longest run of
+    # parts that one format made (a format may hold "; " itself), else the part as it is
+    parts, shown, start = text.split("; "), [], 0
+    while start < len(parts):
+        for end in range(len(parts), start, -1):
+            found = _translated("; ".join(parts[start:end]))
+            if found is not None or end == start + 1:
+                shown.append("; ".join(parts[start:end]) if found is None else found)
+                start = end
+                break
+    return "; ".join(shown)
+
+
+def _translated(text: str) -> str | None:
+    """`text` made again from the translated format that made it; None when no format did."""
     for fmt, pattern in _formats():
         match = pattern.match(text)
         if match:
             values = {name: translate_evidence(value) for name, value in match.groupdict().items()}
             return gettext(fmt) % values
-    return text
+    return None

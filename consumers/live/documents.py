@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..rocketmq import GroupProgress
 from ..rocketmq.codes import RETRY_PREFIX
+from . import notes
 from .diagnostics import (
     allocation_by_client,
     broadcast_offsets,
@@ -277,7 +278,7 @@ def build_document(
         **_in_flight(progress, kind, in_flight, in_flight_note, pops),
         fifo=progress.fifo,
         paused_on=progress.paused_on,
-        lag_seconds_measures=POP_LAG_SECONDS if kind in POP_KINDS else None,
+        lag_seconds_measures=notes.POP_LAG_SECONDS if kind in POP_KINDS else None,
         topics=progress.topics or subscribed or getattr(previous_of(), "topics", None) or [],
         topic_lags={} if broadcast else _topic_lags(queues),
         lag=_group_lag(main, broadcast, progress.complete),
@@ -319,10 +320,6 @@ def build_document(
 
 
 POP_KINDS = ("pop", "grpc-simple", "grpc-push")
-POP_LAG_SECONDS = (
-    "the age of the oldest message nobody has popped yet; messages popped and not yet acknowledged "
-    "(in flight) are not counted"
-)
 
 
 def _in_flight(progress: GroupProgress, kind: str | None, found: dict[str, int] | None, note: str | None,
@@ -331,14 +328,14 @@ def _in_flight(progress: GroupProgress, kind: str | None, found: dict[str, int] 
         # remoting POP: the clients' own counts of popped, unacked messages
         clients = progress.connection.client_ids if progress.connection else []
         if not clients or any(c not in progress.running_info for c in clients):
-            return {"in_flight": None, "in_flight_note": "unknown: not every client reported its pops"}
+            return {"in_flight": None, "in_flight_note": notes.IN_FLIGHT_UNKNOWN % {"why": notes.POPS_UNREPORTED}}
         return {"in_flight": sum(r["wait_ack"] for rows in pops.values() for r in rows), "in_flight_note": None}
     if not progress.via_proxy:
         return {}
     if found is None:
-        return {"in_flight": None, "in_flight_note": f"unknown: {note}"}
+        return {"in_flight": None, "in_flight_note": notes.IN_FLIGHT_UNKNOWN % {"why": note}}
     if progress.group not in found:
-        return {"in_flight": None, "in_flight_note": "unknown: the brokers' metrics have no figure for this group"}
+        return {"in_flight": None, "in_flight_note": notes.IN_FLIGHT_UNKNOWN % {"why": notes.NO_METRICS_FIGURE}}
     return {"in_flight": found[progress.group], "in_flight_note": None}
 
 
@@ -347,18 +344,18 @@ def _consume_tps(progress: GroupProgress, model: str | None, kind: str | None) -
     it is the sum of what each client reports, and unknown when a client did not report."""
     if kind in POP_KINDS and progress.consume_tps is not None:
         # POP: the broker's rate counts messages handed out (popped), acked or not
-        return progress.consume_tps, "pop rate: messages handed out per second, acknowledged or not"
+        return progress.consume_tps, notes.POP_RATE
     if model != "BROADCASTING":
-        return progress.consume_tps, None if progress.consume_tps is not None else "the broker reported no rate"
+        return progress.consume_tps, None if progress.consume_tps is not None else notes.NO_RATE
     clients = progress.connection.client_ids if progress.connection else []
     if not clients or any(c not in progress.running_info for c in clients):
-        return None, "broadcasting: the clients' own rates could not all be read"
+        return None, notes.BROADCAST_RATES_UNREAD
     total = 0.0
     for info in progress.running_info.values():
         for topic, status in info.status_table.items():
             if not topic.startswith(RETRY_PREFIX) and status.consume_ok_tps is not None:
                 total += status.consume_ok_tps
-    return total, "broadcasting: the sum of the rates the clients report"
+    return total, notes.BROADCAST_RATES_SUM
 
 
 def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
@@ -415,10 +412,10 @@ def _uncommitted_row(progress: GroupProgress, mq, broadcast: dict | None) -> Que
     if per_client and all(r["lag"] is not None for r in per_client):
         # broadcasting: the offsets live on the clients; show the slowest one
         consumer, lag = min(r["commit_offset"] for r in per_client), max(r["lag"] for r in per_client)
-        note = "broadcasting: the slowest client's position (see offsets per client)"
+        note = notes.BROADCAST_SLOWEST
     else:
         consumer, lag = None, None
-        note = "no committed offset: nobody has consumed this queue yet"
+        note = notes.NEVER_CONSUMED
     return QueueRow(
         topic=mq.topic,
         broker=mq.broker_name,

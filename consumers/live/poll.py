@@ -24,6 +24,7 @@ from . import brokers, inflight, lagtime, proxy_grace, snapshots
 from .config import default_thresholds, history_store, poll_deadline
 from .documents import proxy_states
 from .history import HistoryStore
+from .notes import METRICS_NOT_READ
 from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
 from .stages import Stages
@@ -140,5 +141,5 @@ async def _in_flight(cluster: Cluster, snapshot) -> tuple[dict[str, int] | None,
     totals, errors = await inflight.read(urls, timeout=settings.ROCKETMQ_BROKER_DEADLINE)
     errors.update({b: "no metrics URL, or the broker itself unreadable" for b in snapshot.brokers if b not in urls})
     if errors:
-        return None, "broker metrics not read: " + "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))
+        return None, METRICS_NOT_READ % {"errors": "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))}
     return totals, None

@@ -21,6 +21,7 @@ from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
 from .health import Sample, Thresholds, evaluate
 from .history import HistoryStore, history_tables
+from .notes import METRICS_NOT_ENABLED
 from .signals import announce
 from .spool import HistorySpool, own_backlog, record_backlog, write_history
 from .stages import Stages
@@ -38,7 +39,7 @@ class PollReading:
     dlq_counts: dict[str, int | None] = field(default_factory=dict)
     # POP messages in flight per group from the brokers' metrics; None: not read (why: the note)
     in_flight: dict[str, int] | None = None
-    in_flight_note: str | None = "broker metrics not enabled for this cluster (its broker metrics URLs)"
+    in_flight_note: str | None = METRICS_NOT_ENABLED
     stages: Stages = field(default_factory=Stages)
     # the proxies' states as the read judged them (restart times against the previous poll's);
     # None: worked out when published

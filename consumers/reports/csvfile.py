@@ -34,7 +34,7 @@ def cell(value):
 
 
 def write_csv(content: ReportContent, path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(path, "w", newline="", encoding="utf-8-sig") as handle:  # with a BOM: csvstream.BOM
         writer = csv_writer(handle)  # formula-safe: group names come from the brokers
         writer.writerow([str(header) for _, header, _ in DETAIL_COLUMNS] + [gettext("source")])
         for row in content.detail:

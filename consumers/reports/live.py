@@ -14,7 +14,7 @@ from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 from openpyxl import Workbook
 
-from ..csvstream import csv_writer
+from ..csvstream import BOM, csv_writer
 from ..identity import EVERYTHING, Scope
 from ..languages.evidence import translate_evidence
 from ..live import snapshots
@@ -59,7 +59,7 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
 def live_csv_lines(rows: list[dict]) -> Iterator[str]:
     writer = csv_writer()
     # the header now, in the request's language: the lines are written after the view has returned
-    header = writer.writerow([str(label) for _key, label, _kind in COLUMNS])
+    header = BOM + writer.writerow([str(label) for _key, label, _kind in COLUMNS])
     return itertools.chain([header], (writer.writerow([cell(row[key]) for key, _l, _k in COLUMNS]) for row in rows))
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .. import audit, claims
 from ..changes.models import ChangeRequest, State
@@ -251,33 +252,49 @@ def _verify(request: ChangeRequest, rows: list[dict], targets: dict, result: dic
     for label, seen in went_back.items():
         checks[label]["went_back"] = seen
         if checks[label]["ok"]:
-            checks[label]["note"] += f"; went back to {seen[0]['committed']} at +{seen[0]['after_seconds']} s"
+            went = WENT_BACK % {"committed": seen[0]["committed"], "seconds": seen[0]["after_seconds"]}
+            checks[label]["note"] += f"; {went}"
     result["watched_seconds"] = round(time.monotonic() - started, 1)
     return checks
+
+
+# The verification's notes, in English in the request's result (the API gives them so); the
+# change page shows them in the reader's language, parsed back (consumers/languages/evidence.py)
+HOLDS_TARGET = gettext_noop("holds the target")
+CONSUMED_SINCE = gettext_noop("holds the target; consumed %(count)s since")
+CONSUMED_AFTER = gettext_noop("holds the target; consumed %(count)s since (%(who)s consumed after the reset)")
+OVERWRITTEN = gettext_noop("overwritten by %(who)s: it committed its position from before the reset (%(replaced)s)")
+HOLDS_OTHER = gettext_noop("holds %(now)s, not the target %(target)s")
+WENT_BACK = gettext_noop("went back to %(committed)s at +%(seconds)s s")
+A_CLIENT = gettext_noop("a client")
+POP_CONSUMERS = gettext_noop("POP consumers")
+POP_OR_DEFECT = gettext_noop("POP consumers, or the reset did not take (%(defects)s)")
+NOTE_FORMATS = (HOLDS_TARGET, CONSUMED_SINCE, CONSUMED_AFTER, OVERWRITTEN, HOLDS_OTHER, WENT_BACK, A_CLIENT,
+                POP_CONSUMERS, POP_OR_DEFECT)  # fmt: skip
 
 
 def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[str, tuple[str, bool]]) -> dict:
     replaced = result["replaced"].get(row["label"])
     check = {"target": target, "committed": now, "replaced": replaced, "ok": now == target}
     if now == target:
-        check["note"] = "holds the target"
+        check["note"] = HOLDS_TARGET
     elif now is not None and replaced is not None and now == replaced and target != replaced:
-        who, consumed_since = holders.get(row["label"], ("a client", False))
+        who, consumed_since = holders.get(row["label"], (A_CLIENT, False))
         if consumed_since and result.get("online") and target < now:
             # back at the old position by consuming everything again, not by an old commit
-            note = f"holds the target; consumed {now - target} since ({who} consumed after the reset)"
+            note = CONSUMED_AFTER % {"count": now - target, "who": who}
             check.update(ok=True, note=note)
         else:
-            check["note"] = f"overwritten by {who}: it committed its position from before the reset ({replaced})"
+            check["note"] = OVERWRITTEN % {"who": who, "replaced": replaced}
     elif (
         now is not None
         and result.get("online")
         and target < now
         and ((now <= row["max"] and (replaced is None or now < replaced)) or holders.get(row["label"], ("", False))[1])
     ):
-        check.update(ok=True, note=f"holds the target; consumed {now - target} since")
+        check.update(ok=True, note=CONSUMED_SINCE % {"count": now - target})
     else:
-        check["note"] = f"holds {now}, not the target {target}"
+        check["note"] = HOLDS_OTHER % {"now": now, "target": target}
     return check
 
 
@@ -287,8 +304,8 @@ def _pop_holders(rows: list[dict], seen_target: set[str], defects: list[str]) ->
     reset, not overwritten. Unless the brokers have a known defect by which the reset may not
     take (then only a read at the target proves it took)."""
     if not defects:
-        return {r["label"]: ("POP consumers", True) for r in rows}
-    why = f"POP consumers, or the reset did not take ({', '.join(defects)})"
+        return {r["label"]: (POP_CONSUMERS, True) for r in rows}
+    why = POP_OR_DEFECT % {"defects": ", ".join(defects)}
     return {r["label"]: (why, r["label"] in seen_target) for r in rows}
 
 

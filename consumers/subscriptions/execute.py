@@ -17,6 +17,7 @@ import uuid
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .. import audit, claims
 from ..changes.models import ChangeRequest, State
@@ -83,7 +84,7 @@ async def _write(client: AdminClient, group: str, row: dict) -> str | None:
     try:
         current = (await client.topology.subscription_groups(row["address"])).get(group)
         if current is None:
-            return "the group's config is gone from this broker"
+            return CONFIG_GONE_HERE
         config = SubscriptionGroupConfig.from_wire({**current.raw, **row["after"]})
         await client.actions.create_or_update_subscription_group(config, [row["address"]])
     except RocketMQError as exc:
@@ -91,13 +92,22 @@ async def _write(client: AdminClient, group: str, row: dict) -> str | None:
     return None
 
 
+# The read-back's notes, in English in the request's result (the API gives them so); the change
+# page shows them in the reader's language, parsed back (consumers/languages/evidence.py)
+HOLDS_NEW = gettext_noop("holds the new values")
+HOLDS_OTHER = gettext_noop("holds other values")
+CONFIG_GONE = gettext_noop("the group's config is gone")
+CONFIG_GONE_HERE = gettext_noop("the group's config is gone from this broker")
+NOTE_FORMATS = (HOLDS_NEW, HOLDS_OTHER, CONFIG_GONE, CONFIG_GONE_HERE)
+
+
 def _check(row: dict, found: dict) -> dict:
     config = found.get("config")
     if config is None:
-        return {"ok": False, "values": None, "note": found.get("error") or "the group's config is gone"}
+        return {"ok": False, "values": None, "note": found.get("error") or CONFIG_GONE}
     values = {k: config.get(k) for k in row["after"]}
     ok = values == row["after"]
-    return {"ok": ok, "values": values, "note": "holds the new values" if ok else "holds other values"}
+    return {"ok": ok, "values": values, "note": HOLDS_NEW if ok else HOLDS_OTHER}
 
 
 def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) -> ChangeRequest:

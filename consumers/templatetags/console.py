@@ -139,7 +139,7 @@ def report_cell(value, columns, index: int):
 
 @register.filter
 def hide_bodies_for(data, user):
-    """`data` as `user` may see it: body searches are for operators only (roles.hide_bodies)."""
+    """`data` as `user` may see it: body searches are for operators only (identity/bodies.py)."""
     from ..identity import hide_bodies
 
     return hide_bodies(user, data)

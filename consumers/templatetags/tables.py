@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import gettext, gettext_noop
 
+from ..languages.labels import MESSAGE_MODELS
 from .console import age, consumption_label, epoch, epoch_ms, evidence
 
 register = template.Library()
@@ -58,6 +59,16 @@ class _Cells:
         self.made_from_retry = gettext(
             "the broker created this group when something was sent to %(topic)s: not a consumer group"
         )
+        # CLUSTERING, BROADCASTING: the glossary's words for them (languages/labels.py)
+        self.models = {code: escape(str(word)) for code, word in MESSAGE_MODELS.items()}
+        self.notes: dict[str, str] = {}  # a queue's lag-seconds note, translated once per table
+
+    def note(self, text: str | None) -> str:
+        if not text:
+            return ""
+        if text not in self.notes:
+            self.notes[text] = evidence(text)
+        return self.notes[text]
 
     def known(self, value, why: str = "") -> str:
         """console.known's markup: the value, or "unknown" with why in its tooltip."""
@@ -88,6 +99,9 @@ class _Cells:
             html += f' <span class="badge stale made-from-retry" title="{why}">{self.texts["retry_name"]}</span>'
         return html
 
+    def model(self, code: str | None) -> str:
+        return self.models.get(code) or escape(code or "—")
+
     def lag(self, s: dict) -> str:
         html = self.known(s.get("lag"), s.get("stale_reason") or "")
         if s.get("lag_incomplete"):
@@ -112,7 +126,7 @@ class _Cells:
         stale_row, stale_cell = (' class="stale"', " stale") if row.stale else ("", "")
         return (
             f'<tr data-group="{group}" data-cluster="{cluster}"{stale_row}>'
-            f"<td>{self.name(row)}</td><td>{cluster}</td><td>{escape(s.get('message_model') or '—')}</td>"
+            f"<td>{self.name(row)}</td><td>{cluster}</td><td>{self.model(s.get('message_model'))}</td>"
             f'<td class="consumption" data-consumption="{escape(consumption)}">{label}{fifo}</td>'
             f'<td class="num">{self.known(s.get("clients"), self.why["clients"])}</td><td>{topics}</td>'
             f'<td class="num lag">{self.lag(s)}</td>'
@@ -138,7 +152,7 @@ class _Cells:
             consumer = f'<span class="unknown" title="{texts["no_commit"]}">{texts["none"]}</span>'
         else:
             consumer = escape(str(q["consumer"]))
-        why = q.get("lag_seconds_note") or ""
+        why = self.note(q.get("lag_seconds_note"))
         expired = ""
         if q.get("expired"):
             expired = f' <span class="badge OFFSET_EXPIRED" title="{texts["expired_why"]}">{texts["expired"]}</span>'

@@ -66,7 +66,7 @@ def test_a_report_is_written_in_its_makers_language(chinese_report):
 
 
 def test_the_chinese_csv_has_chinese_headers_and_the_same_machine_readable_values(chinese_report):
-    rows = list(csv.reader(io.StringIO(read(chinese_report, "csv").decode())))
+    rows = list(csv.reader(io.StringIO(read(chinese_report, "csv").decode("utf-8-sig"))))
     header = in_chinese(lambda: [str(label) for _, label, _ in DETAIL_COLUMNS] + [gettext("source")])
     assert rows[0] == header and header != ENGLISH_HEADER
     orders = [dict(zip(ENGLISH_HEADER, row, strict=True)) for row in rows[1:4]]
@@ -122,7 +122,7 @@ def test_an_english_report_reads_as_it_always_did():
     report = build(services.request_report(spec(), ["csv", "xlsx"], user=reader("ann", None)))
     assert report.language == "en"
     assert report.title == f"Lag report east, {D1} to {D3} (daily, UTC)"
-    rows = list(csv.reader(io.StringIO(read(report, "csv").decode())))
+    rows = list(csv.reader(io.StringIO(read(report, "csv").decode("utf-8-sig"))))
     assert rows[0] == ENGLISH_HEADER and rows[1][3] == "ok"
     book = load_workbook(io.BytesIO(read(report, "xlsx")))
     assert book.sheetnames == ["About", "Summary", "Daily"] and book["Summary"]["C1"].value == "periods with statistics"

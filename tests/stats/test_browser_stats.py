@@ -89,7 +89,7 @@ def test_statistics_charts_and_a_downloaded_report(page, live_server, week, monk
             page.click(f'#reports tr[data-state="ready"] a.download:text("{fmt.upper()}")')
         saved[fmt] = tmp_path / download.value.suggested_filename
         download.value.save_as(saved[fmt])
-    rows = list(csv.DictReader(io.StringIO(saved["csv"].read_text())))
+    rows = list(csv.DictReader(io.StringIO(saved["csv"].read_text(encoding="utf-8-sig"))))
     ours = {(r["group"], r["period start (UTC)"]): r["consumed"] for r in rows}
     expected = {(g.group, g.date.isoformat()): str(g.consumed) for g in GroupDay.objects.filter(cluster="shop")}
     assert ours == expected
@@ -100,7 +100,7 @@ def test_statistics_charts_and_a_downloaded_report(page, live_server, week, monk
     page.goto(f"{base}/reports/")
     with page.expect_download() as download:
         page.click("#now-csv")
-    now = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    now = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8-sig"))))
     assert {(r["group"], r["lag (msgs)"]) for r in now} == {(GROUP, "10")}  # lag 40 over four queues
 
     # the Jobs page lists the run that computed these statistics
