@@ -2,7 +2,9 @@
 
 Everything runs as children of one process (`python -m devstack.demo`); they die with it,
 also when it is killed. Ctrl-C, SIGTERM or `python -m devstack.demo --stop` stops them in
-order. The state file (VAR_DIR/demo/demo.json) says what runs where.
+order. The state file (VAR_DIR/demo/demo.json) says what runs where. The environment it gives
+the console is demo_environment.py's; the topics, traffic, alert rules and grants it shows are
+demo_seed.py's.
 
 This is development tooling: it is not a Django app and production code never imports it.
 """
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import django
 
+from . import demo_seed
+from .demo_environment import production_like_environment, sso_environment, sso_requested
 from .keycloak import ADMIN_PASSWORD
 from .processes import ManagedProcess, StartupError, free_port, port_is_free
 from .proxy import LocalProxy
@@ -36,46 +40,8 @@ ROLES_FOR_DEMO = ("viewer", "operator", "approver", "admin")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 
-def _sso_requested() -> bool:
-    """`--sso` or DEMO_SSO=1: Keycloak as the demo's identity provider. Read before the settings
-    are (at import), since they name the issuer."""
-    return "--sso" in sys.argv[1:] or os.environ.get("DEMO_SSO", "").lower() in ("1", "true", "yes")
-
-
-def _sso_environment() -> int:
-    """The console's single sign-on settings for the demo's Keycloak; its port."""
-    from .keycloak import console_client
-
-    port = int(os.environ.get("DEMO_KEYCLOAK_PORT") or 0) or (8180 if port_is_free(8180) else free_port())
-    client = console_client()
-    os.environ.setdefault("OIDC_ISSUER", f"http://127.0.0.1:{port}/realms/console")
-    os.environ.setdefault("OIDC_CLIENT_ID", client["clientId"])
-    os.environ.setdefault("OIDC_CLIENT_SECRET", client["secret"])
-    return port
-
-
-def _production_like_environment() -> None:
-    """The demo runs as production does: DEBUG off, gunicorn, collected static files with
-    hashed names. What differs is only what plain HTTP on loopback needs: no HTTPS redirect,
-    no HSTS, cookies without the Secure flag, and a secret key made once and kept in VAR_DIR.
-    Its children (web server, Celery worker and beat, statistics run) inherit this environment."""
-    var = Path(os.environ.get("VAR_DIR") or PROJECT_ROOT / "var") / "demo"
-    os.environ["DEBUG"] = "false"
-    if not os.environ.get("SECRET_KEY"):
-        key_file = var / "secret-key"
-        if not key_file.exists():
-            var.mkdir(parents=True, exist_ok=True)
-            key_file.write_text(secrets.token_urlsafe(50))
-            key_file.chmod(0o600)
-        os.environ["SECRET_KEY"] = key_file.read_text().strip()
-    for name, value in {"SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0", "SESSION_COOKIE_SECURE": "false",
-                        "CSRF_COOKIE_SECURE": "false", "STATIC_MANIFEST": "true",
-                        "STATIC_ROOT": str(var / "static")}.items():  # fmt: skip
-        os.environ.setdefault(name, value)
-
-
-_production_like_environment()
-KEYCLOAK_PORT = _sso_environment() if _sso_requested() else None
+production_like_environment()
+KEYCLOAK_PORT = sso_environment() if sso_requested() else None
 django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup)
@@ -148,8 +114,8 @@ class Demo:
             "Starting traffic: producers and healthy, slow, failing, stalled, stopped, broadcasting, orderly groups ..."
         )
         self.harness = Harness(runtime, self.rocketmq.namesrv_addr, self.base / "harness", name="demo-traffic")
-        _start_traffic(self.harness, self.rocketmq)
-        _start_grpc_traffic(self.harness, self.proxy)
+        demo_seed.start_traffic(self.harness, self.rocketmq)
+        demo_seed.start_grpc_traffic(self.harness, self.proxy)
         self.log("Starting the Celery worker and beat, and Django ...")
         environment = {**os.environ, "ROCKETMQ_NAMESRV": self.rocketmq.namesrv_addr, "PYTHONUNBUFFERED": "1"}
         # the demo knows where it serves the console: its alerts link there
@@ -228,9 +194,9 @@ class Demo:
                 "poll_interval": settings.ROCKETMQ_POLL_INTERVAL,
             },
         )
-        _demo_alert_rules()
+        demo_seed.alert_rules()
         if self.keycloak:
-            _demo_team_grants()
+            demo_seed.team_grants()
         users = {}
         for role in ROLES_FOR_DEMO:
             password = f"demo-{role}-{secrets.token_hex(3)}"
@@ -320,111 +286,9 @@ class Demo:
         self.log("Stopped.")
 
 
-def _demo_alert_rules() -> None:
-    """Rules to show on the Alerts page (no channel: an admin adds webhooks, mail, Alertmanager)."""
-    from consumers.alerts.models import AlertRule
-
-    # the demo's traffic starts, stops and fails on purpose, on a loaded machine: a state must hold
-    # a minute to fire and be gone five to resolve, or the page fills with fire/resolve pairs
-    calm = {"for_seconds": 60, "keep_firing_seconds": 300}
-    rules = {
-        "groups stopped, stalled or losing messages": {"condition": "state", "severity": "critical",
-                                                       "states": ["STOPPED", "STALLED", "OFFSET_EXPIRED"], **calm},
-        "rebalance storms and retry storms": {"condition": "state", "states": ["REBALANCE_STORM", "RETRY_STORM"],
-                                              **calm},
-        "a broker missing or not answering": {"condition": "broker_missing", "severity": "critical", **calm},
-    }  # fmt: skip
-    for name, fields in rules.items():
-        AlertRule.objects.get_or_create(name=name, defaults=fields)
-
-
 def _enter_pressed(timeout: float) -> bool:
     ready, _, _ = select.select([sys.stdin], [], [], timeout)
     return bool(ready) and sys.stdin.readline() is not None
-
-
-# with --sso: the Keycloak teams' grants (devstack/keycloak/console-realm.json), each team the
-# operator of its own groups and topics; the local approver and admin approve their requests
-DEMO_TEAM_GRANTS = {
-    "payments": {"groups": "payments-* billing-*", "topics": "payments"},
-    "orders": {"groups": "orders-*", "topics": "orders"},
-}
-
-
-def _demo_team_grants() -> None:
-    from consumers.identity import Grant
-
-    for team, scope in DEMO_TEAM_GRANTS.items():
-        Grant.objects.update_or_create(
-            subject_kind=Grant.Subject.IDP_GROUP, subject=team, role="operator",
-            defaults={"clusters": "*", **scope, "note": "the demo's team"},
-        )  # fmt: skip
-
-
-def _start_traffic(harness: Harness, rocketmq: LocalRocketMQ) -> None:
-    """Topics and groups that show every state the console knows."""
-    import asyncio
-
-    from consumers.rocketmq import AdminClient
-    from consumers.rocketmq.models import TopicConfig
-
-    async def create_topics():
-        async with AdminClient(rocketmq.namesrv_addr) as client:
-            masters = list((await client.topology.cluster_info()).masters().values())
-            for topic, queues in (("orders", 4), ("payments", 2), ("audit-log", 1)):
-                await client.actions.create_or_update_topic(TopicConfig(topic, queues, queues), masters)
-
-    asyncio.run(create_topics())
-    quiet = {"quiet": True}
-    harness.produce("orders", -1, rate=20, wait=False, binaryEvery=9, largeEvery=13, **quiet)
-    harness.produce("payments", -1, rate=5, wait=False, **quiet)
-    harness.produce("audit-log", -1, rate=2, wait=False, **quiet)
-    harness.consume("orders-service", "orders", **quiet)
-    # one thread sleeping 100 ms a message: 10/s against 20/s produced, so it falls behind
-    harness.consume("orders-analytics", "orders", threads=1, sleepMs=100, **quiet)
-    harness.consume("orders-fulfilment", "orders", mode="stalled", **quiet)
-    harness.consume("payments-worker", "payments", mode="failing", failEvery=10, maxReconsumeTimes=2, **quiet)
-    harness.consume("payments-ledger", "payments", orderly=True, **quiet)
-    for i in range(2):
-        harness.consume("audit-mirror", "audit-log", model="BROADCASTING", instanceName=f"mirror-{i}", **quiet)
-    # consumes a while, then goes away for good: STOPPED with a growing lag
-    billing = harness.consume("billing-legacy", "payments", **quiet)
-    time.sleep(3)
-    billing.stop()
-
-
-def _start_grpc_traffic(harness: Harness, proxy: LocalProxy) -> None:
-    """RocketMQ 5 consumers on "shipments": through the proxy (gRPC SDK, POP) a healthy
-    SimpleConsumer and PushConsumer, a slow SimpleConsumer that leaves two messages in three
-    unacked (in flight), one whose every delivery fails (max attempts 2, then the DLQ) and a
-    FIFO one (consumeMessageOrderly); and a classic remoting consumer switched to POP."""
-    from consumers.rocketmq import AdminClient
-    from consumers.rocketmq.models import SubscriptionGroupConfig, TopicConfig
-
-    async def prepare():
-        async with AdminClient(proxy.namesrv_addr) as client:
-            masters = list((await client.topology.cluster_info()).masters().values())
-            config = TopicConfig("shipments", 2, 2, attributes={"message.type": "NORMAL"})
-            await client.actions.create_or_update_topic(config, masters)
-            for group in (SubscriptionGroupConfig("shipments-failing", retry_max_times=1),
-                          SubscriptionGroupConfig("shipments-sequencer", consume_message_orderly=True)):  # fmt: skip
-                await client.actions.create_or_update_subscription_group(group, masters)
-            await client.actions.set_pop_mode("shipments", "shipments-popper", masters)
-
-    import asyncio
-
-    asyncio.run(prepare())
-    harness.produce("shipments", -1, rate=10, wait=False, quiet=True)
-    for group, kind, mode in (
-        ("shipments-tracker", "simple", "healthy"),
-        ("shipments-notifier", "push", "healthy"),
-        ("shipments-audit", "simple", "slow"),
-        ("shipments-failing", "simple", "failing"),
-        ("shipments-sequencer", "simple", "healthy"),
-    ):
-        harness.grpc_consume(proxy.grpc_endpoint, group, "shipments", kind=kind, mode=mode)
-        time.sleep(2)  # a loaded 2-core machine: gRPC clients start a few seconds apart
-    harness.consume("shipments-popper", "shipments", pop=True, quiet=True)
 
 
 def _answers(url: str) -> bool:

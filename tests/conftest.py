@@ -343,6 +343,18 @@ def page(browser):
     context.close()
 
 
+@pytest.fixture
+def polled(browser, redis, history_dir, namesrv, settled, personas):
+    """The local cluster, polled once: what the browser tests click through (tests/test_browser.py
+    and tests/test_browser_changes.py)."""
+    from consumers.live.poll import poll_cluster
+    from consumers.models import Cluster
+
+    cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    in_thread(poll_cluster, cluster)
+    return cluster
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     """SQLite test databases live in a file, not in shared-cache memory: threads that write at

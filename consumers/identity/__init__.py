@@ -3,9 +3,10 @@ imports that from: `from ..identity import scope_of, console_page, VIEW, ...`. N
 reaches into the modules below (tests/test_structure.py keeps it so).
 
 - roles.py: the four roles (Django groups) and their permissions, the ACCESS table of every
-  URL, who may read message bodies; users.py: local users and their role.
+  URL; users.py: local users and their role.
 - grants.py: grants, roles on clusters and group patterns (models.Grant, given to IdP groups,
-  local groups or users), read per request into a scope.Scope that every view and service asks.
+  local groups or users), read per request into a scope.Scope that every view and service asks;
+  bodies.py: who may read message bodies (asked of that scope), and data with them hidden.
 - access.py: the decorators of pages, forms and the API (session, Bearer token, Basic), and what
   of a cluster the user's scope shows.
 - single sign-on through an OpenID Connect provider (oidc.py), the users and IdP groups it
@@ -35,10 +36,10 @@ __all__ = [
     "ROLE_PERMISSIONS",
     "VIEW",
     "access_markdown",
+    "roles_with",
+    # bodies.py
     "hide_bodies",
     "may_read_bodies",
-    "roles_of",
-    "roles_with",
     # users.py
     "RoleError",
     "create_or_update_user",
@@ -52,6 +53,7 @@ __all__ = [
     "Scope",
     "forget_scope",
     "patterns",
+    "roles_of",
     "scope_from_wire",
     "scope_of",
     "scope_q",
@@ -100,9 +102,9 @@ _WHERE: dict[str, str] = {
     "ROLE_PERMISSIONS": "roles",
     "VIEW": "roles",
     "access_markdown": "roles",
-    "hide_bodies": "roles",
-    "may_read_bodies": "roles",
-    "roles_of": "roles",
+    "hide_bodies": "bodies",
+    "may_read_bodies": "bodies",
+    "roles_of": "grants",
     "roles_with": "roles",
     "RoleError": "users",
     "create_or_update_user": "users",

@@ -83,6 +83,11 @@ def scope_of(user) -> Scope:
     return cached
 
 
+def roles_of(user) -> list[str]:
+    """The roles the user holds somewhere (on every group, or on a scope of grants)."""
+    return scope_of(user).roles()
+
+
 def forget_scope(user) -> None:
     """After a change of the user's grants or groups within the same request."""
     user.__dict__.pop("_console_scope", None)

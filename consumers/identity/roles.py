@@ -4,6 +4,9 @@ viewer reads everything; operator may also request resets and redrives; approver
 them (someone else's: a request is never approved by its author); admin may do all of it and
 manage clusters, alert rules and channels. Silencing and acknowledging alerts is an
 operator's (REQUEST).
+
+Pure names and tables: what a user holds is read by grants.py (which imports this), and who may
+read message bodies by bodies.py.
 """
 
 from __future__ import annotations
@@ -80,48 +83,6 @@ def perm(codename: str) -> str:
 
 def app_label_of(codename: str) -> str:
     return PERMISSION_APP_LABELS.get(codename, "consumers")
-
-
-def may_read_bodies(user, cluster: str | None = None, *, group: str | None = None, topic: str | None = None) -> bool:
-    """Message bodies (payments, personal data: dead letters, messages found on the Find page)
-    and anything that reads them: searches by body, exports, redrives. The one rule every path
-    that touches a body asks: the operator role, on the group (a dead-letter queue's) or the
-    topic (a message's) when one is named."""
-    from .grants import scope_of
-
-    scope = scope_of(user)
-    if group is not None:
-        return scope.may(REQUEST, cluster, group)
-    if topic is not None:
-        return scope.may_topic(REQUEST, cluster, topic)
-    return scope.may_somewhere(REQUEST)
-
-
-HIDDEN_BODY = "(hidden: body searches are for operators only)"
-
-
-def hide_bodies(user, data):
-    """`data` (JSON-like: audit details, a redrive's selection, a request's params) as `user` may
-    see it: below operator every "body" value (a search typed to match message bodies, which
-    gives away part of a body) is replaced. The one redaction every viewer-visible path uses."""
-    if may_read_bodies(user):
-        return data
-    return _hidden(data)
-
-
-def _hidden(data):
-    if isinstance(data, dict):
-        return {k: (HIDDEN_BODY if k == "body" and v not in (None, "") else _hidden(v)) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_hidden(v) for v in data]
-    return data
-
-
-def roles_of(user) -> list[str]:
-    """The roles the user holds somewhere (on every group, or on a scope of grants)."""
-    from .grants import scope_of
-
-    return scope_of(user).roles()
 
 
 # Who may do what, URL by URL: the one table of the console's access rules (docs/security.md's roles

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from .. import audit
 from . import accounts, oidc, recheck, sessions
 from .access import remote_addr
-from .roles import roles_of
+from .grants import roles_of
 
 log = logging.getLogger(__name__)
 NEXT_KEY = "oidc_next"

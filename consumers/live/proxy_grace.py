@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from ..rocketmq.snapshot import ClusterSnapshot, Problem
+from ..rocketmq.positions import Problem
+from ..rocketmq.snapshot import ClusterSnapshot
 from .documents import ProxyState
 
 

@@ -19,10 +19,10 @@ from django.utils.translation import gettext as _
 
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError
 from ..rocketmq.codes import dlq_topic, pop_retry_topics, retry_topic
+from ..rocketmq.groups import RUNNING_INFO_TIMEOUT
 from ..rocketmq.models import ConsumerConnection, MessageQueue, is_system_group
 from ..rocketmq.ops.messages import Located
 from ..rocketmq.proxies import read_proxies
-from ..rocketmq.snapshot import RUNNING_INFO_TIMEOUT
 from .traces import Trace
 from .traces import read as read_trace
 from .verdicts import Copy, GroupTrack, Hint, Reading, Skip, judge

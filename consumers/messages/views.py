@@ -1,6 +1,6 @@
 """Message pages: Find (by id, key, position or time range), one message, and its track
 through every group. Every role sees metadata; bodies only those who may read them
-(operators and admins: roles.may_read_bodies)."""
+(operators and admins: identity/bodies.py)."""
 
 from __future__ import annotations
 

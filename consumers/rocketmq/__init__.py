@@ -23,8 +23,9 @@ from .errors import (
     TopicNotFound,
     TransportError,
 )
+from .positions import GroupProgress, Problem, QueueProgress
 from .remoting import ClientConfig, deadline, split_namesrv_list
-from .snapshot import ClusterSnapshot, GroupProgress, Problem, QueueProgress, cluster_snapshot, group_progress
+from .snapshot import ClusterSnapshot, cluster_snapshot, group_progress
 
 __all__ = [
     "AdminClient",

@@ -17,7 +17,8 @@ import sys
 from .client import AdminClient
 from .codes import ResponseCode
 from .errors import RocketMQError
-from .snapshot import GroupProgress, cluster_snapshot, group_progress
+from .positions import GroupProgress
+from .snapshot import cluster_snapshot, group_progress
 
 
 def format_progress(progress: GroupProgress, *, tz: dt.tzinfo = dt.UTC) -> str:

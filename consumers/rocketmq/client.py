@@ -20,10 +20,10 @@ class AdminClient:
             config = ClientConfig(namesrv_addrs=namesrv_addrs or [], **options)
         self.config = config
         self.remoting = RemotingClient(config)
-        self.topology = Topology(self)
-        self.progress = Progress(self)
-        self.actions = Actions(self)
-        self.messages = Messages(self)
+        self.topology = Topology(self.remoting, config)
+        self.progress = Progress(self.remoting, self.topology)
+        self.messages = Messages(self.remoting, config, self.topology)
+        self.actions = Actions(self.remoting, self.topology, self.progress, self.messages)
 
     async def close(self) -> None:
         await self.remoting.close()

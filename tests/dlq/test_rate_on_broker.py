@@ -16,7 +16,8 @@ from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob
 from devstack.mqadmin import parse_topic_status
-from tests.dlq.test_dlq import dies_on_the_second_record, fill_dlq, target_messages
+from tests.dlq.test_dlq import fill_dlq, target_messages
+from tests.dlq.test_redrive_on_broker import dies_on_the_second_record
 from tests.support.scenarios import wait
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -113,7 +114,7 @@ def test_the_rate_holds_on_the_broker_through_pause_resume_and_a_take_over(
           f"latency spread {spread} ms: {allowance}); {rate:.1f} msg/s while sending")  # fmt: skip
     assert busiest <= allowance
     # the pacers held sends back no longer than the rate needs for what they let go; the wall
-    # clock's rate is the machine's (see test_dlq's rate test): its floor only says nothing
+    # clock's rate is the machine's (see test_redrive_on_broker's rate test): its floor only says nothing
     # stalled the job outside the pacers
     held, taken = sum(p.held for p in pacers), sum(p.taken for p in pacers)
     print(f"the pacers held {held:.2f} s for {taken} messages")

@@ -1,7 +1,7 @@
 """The redrive's send step with the broker replaced by stubs (fault injection): a broker in flow
 control (SYSTEM_BUSY: refused before it was stored) is waited for and sent to again; other
 refusals are failures with their reason; nothing is sent twice. The real broker is in
-test_dlq.py and test_worker_killed.py."""
+test_redrive_on_broker.py and test_worker_killed.py."""
 
 from __future__ import annotations
 

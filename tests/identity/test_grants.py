@@ -90,7 +90,7 @@ def test_a_token_limit_is_applied_in_the_database_too(db):
 def test_the_demo_teams_see_their_own_groups(db):
     """devstack/demo.py --sso: Keycloak's payments team operates payments-* and billing-*, the
     orders team orders-*; run twice, it leaves the same grants."""
-    from devstack.demo import _demo_team_grants
+    from devstack.demo_seed import team_grants as _demo_team_grants
 
     _demo_team_grants()
     _demo_team_grants()

@@ -22,8 +22,12 @@ from ..models import (
     TopicRoute,
 )
 from ..models.topology import Perm
+from ..remoting import RemotingClient
 from . import sending
 from .base import Operations, ext_int, parse_body
+from .messages import Messages
+from .progress import Progress
+from .topology import Topology
 
 ADMIN_PRODUCER_GROUP = "CONSOLE_ADMIN_PRODUCER"
 # The broker waits up to 10 s for a client to answer a forwarded call; wait a little longer.
@@ -31,8 +35,11 @@ CLIENT_CALL_TIMEOUT = 12.0
 
 
 class Actions(Operations):
-    def __init__(self, client):
-        super().__init__(client)
+    def __init__(self, remoting: RemotingClient, topology: Topology, progress: Progress, messages: Messages):
+        super().__init__(remoting)
+        self.topology = topology
+        self.progress = progress
+        self.messages = messages
         self._round_robin: dict[str, itertools.count] = {}
         self._writable: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
         self._server_side_reset: dict[str, bool] = {}
@@ -42,7 +49,7 @@ class Actions(Operations):
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> bool:
         """Commit an offset for one queue. False when the broker ignored it because a
         server-side reset is pending for that queue. Online consumers overwrite it."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         fields = {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset}
         response = await self.remoting.call(address, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         return "previously reset" not in (response.remark or "")
@@ -53,7 +60,7 @@ class Actions(Operations):
         server-side reset (5.2+ default) this works whether or not the group is online: the broker
         writes the offset, and ignores commits of older positions while the reset is pending.
         Raises NotSupported on brokers without it (4.x, or useServerSideResetOffset=false)."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         if not await self._uses_server_side_reset(address):
             raise NotSupported(
                 ResponseCode.SYSTEM_ERROR,
@@ -73,11 +80,11 @@ class Actions(Operations):
         await self.remoting.call(address, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
 
     async def uses_server_side_reset(self, broker_name: str) -> bool:
-        return await self._uses_server_side_reset(await self.client.topology.master_addr(broker_name))
+        return await self._uses_server_side_reset(await self.topology.master_addr(broker_name))
 
     async def search_offset(self, mq: MessageQueue, timestamp: int, *, boundary: str = "LOWER") -> int:
         """First offset stored at or after `timestamp` (LOWER), or the last at or before it (UPPER)."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         fields = {"topic": mq.topic, "queueId": mq.queue_id, "timestamp": timestamp, "boundaryType": boundary}
         response = await self.remoting.call(address, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
         return ext_int(response, "offset", address=address)
@@ -90,7 +97,7 @@ class Actions(Operations):
 
         Each broker takes its own path (see BrokerReset). A broker that fails is reported
         in the result, after the others were still attempted."""
-        route = await self.client.topology.topic_route(topic, max_age=0)
+        route = await self.topology.topic_route(topic, max_age=0)
         masters = route.master_addrs()
         results = await asyncio.gather(
             *(
@@ -123,7 +130,7 @@ class Actions(Operations):
     ) -> dict[MessageQueue, int]:
         # What Java admin does when no client is online: read the current offsets, find the
         # target of each queue, and write it unless it would move forward without force.
-        stats = await self.client.progress.consume_stats(group, address, topic=topic)
+        stats = await self.progress.consume_stats(group, address, topic=topic)
         current: dict[MessageQueue, int | None] = {
             mq: w.consumer_offset for mq, w in stats.offsets.items() if mq.topic == topic
         }
@@ -135,7 +142,7 @@ class Actions(Operations):
         applied = {}
         for mq, offset in sorted(current.items()):
             if timestamp == -1:
-                target = await self.client.progress.max_offset(mq)
+                target = await self.progress.max_offset(mq)
             else:
                 target = await self.search_offset(mq, timestamp)
             if force or offset is None or target < offset:
@@ -145,7 +152,7 @@ class Actions(Operations):
 
     async def _uses_server_side_reset(self, address: str) -> bool:
         if address not in self._server_side_reset:
-            config = await self.client.topology.broker_config(address)
+            config = await self.topology.broker_config(address)
             self._server_side_reset[address] = config.get("useServerSideResetOffset", "false").lower() == "true"
         return self._server_side_reset[address]
 
@@ -170,7 +177,7 @@ class Actions(Operations):
         max_reconsume_times, and RETRY_TOPIC in properties so the consumer sees the
         original topic)."""
         queue = queue or await self._pick_queue(topic)
-        address = await self.client.topology.master_addr(queue.broker_name)
+        address = await self.topology.master_addr(queue.broker_name)
         props = dict(properties or {})
         if tags:
             props["TAGS"] = tags
@@ -203,7 +210,7 @@ class Actions(Operations):
                     queues[m.topic] = await sending.or_error(self._writable_queues(m.topic))
                 queue = self._next_queue(m.topic, sending.raise_error(queues[m.topic]))
                 if queue.broker_name not in addresses:
-                    lookup = self.client.topology.master_addr(queue.broker_name)
+                    lookup = self.topology.master_addr(queue.broker_name)
                     addresses[queue.broker_name] = await sending.or_error(lookup)
                 address = sending.raise_error(addresses[queue.broker_name])
             except RocketMQError as exc:
@@ -220,7 +227,7 @@ class Actions(Operations):
         return self._next_queue(topic, await self._writable_queues(topic))
 
     async def _writable_queues(self, topic: str) -> list[MessageQueue]:
-        route = await self.client.topology.topic_route(topic)
+        route = await self.topology.topic_route(topic)
         cached = self._writable.get(topic)
         if cached is not None and cached[0] is route:
             return cached[1]  # the same (cached) route: the same queues, without rebuilding them per send
@@ -245,13 +252,13 @@ class Actions(Operations):
     ) -> ConsumeMessageDirectlyResult:
         """Ask one online client to run its listener on a stored message. Only the storing
         broker can do this, so a client id (UNIQ_KEY) is first resolved to the offset id."""
-        known = (await self.client.topology.cluster_info(max_age=10.0)).all_addresses()
+        known = (await self.topology.cluster_info(max_age=10.0)).all_addresses()
         try:
             address, _ = decode_offset_msg_id(msg_id)
         except ValueError:
             address = None
         if address not in known:
-            message = await self.client.messages.view(msg_id, topic=topic)
+            message = await self.messages.view(msg_id, topic=topic)
             msg_id, address = message.offset_msg_id, message.store_host
             topic = topic or message.topic
         fields = {"consumerGroup": group, "clientId": client_id, "msgId": msg_id, "topic": topic}
@@ -277,7 +284,7 @@ class Actions(Operations):
         }
         for address in broker_addrs:
             await self.remoting.call(address, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
-        self.client.topology.forget_route(config.topic_name)
+        self.topology.forget_route(config.topic_name)
 
     async def create_or_update_subscription_group(
         self, config: SubscriptionGroupConfig, broker_addrs: list[str]
@@ -296,14 +303,14 @@ class Actions(Operations):
     async def make_topic_readable(self, topic: str) -> list[str]:
         """Add the read permission where a topic lacks it (DLQs created by brokers before
         4.9.2 are write-only). Returns the broker names that were changed."""
-        route = await self.client.topology.topic_route(topic, max_age=0)
+        route = await self.topology.topic_route(topic, max_age=0)
         masters = route.master_addrs()
         changed = []
         for queue_data in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if Perm.readable(queue_data.perm) or queue_data.broker_name not in masters:
                 continue
             address = masters[queue_data.broker_name]
-            current = (await self.client.topology.topic_configs(address)).get(topic)
+            current = (await self.topology.topic_configs(address)).get(topic)
             if current is None:
                 raise ProtocolError(f"broker {queue_data.broker_name} routes {topic} but has no config for it")
             current.perm |= Perm.READ

@@ -1,25 +1,25 @@
-"""What every group of operations shares: the client, body parsing into typed results."""
+"""What every group of operations shares: the connection pool, body parsing into typed results.
+
+A group is given what it needs (the pool, the client's configuration, the groups it builds
+on), never the AdminClient that holds them all: the client imports the groups, not the reverse."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from ..codes import RequestCode, ResponseCode
 from ..errors import ProtocolError, RocketMQError, broker_error
 from ..fastjson import loads
 from ..frame import RemotingCommand
-
-if TYPE_CHECKING:
-    from ..client import AdminClient
+from ..remoting import RemotingClient
 
 T = TypeVar("T")
 
 
 class Operations:
-    def __init__(self, client: AdminClient):
-        self.client = client
-        self.remoting = client.remoting
+    def __init__(self, remoting: RemotingClient):
+        self.remoting = remoting
 
 
 def parse_body(response: RemotingCommand, build: Callable[[dict], T], *, what: str, address: str | None = None) -> T:

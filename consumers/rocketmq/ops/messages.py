@@ -18,7 +18,9 @@ from ..codes import TOOLS_CONSUMER_GROUP, RequestCode, ResponseCode
 from ..errors import NoPermission, NotFound, ProtocolError, RocketMQError, broker_error
 from ..message import Message, decode_messages, decode_offset_msg_id
 from ..models import MessageQueue, PullResult
+from ..remoting import ClientConfig, RemotingClient
 from .base import Operations, ext_int, parse_body
+from .topology import Topology
 
 PULL_FLAG_SUBSCRIPTION = 0x4
 MAX_PULL_BATCH = 32  # the broker caps a pull at 32 messages from page cache anyway
@@ -63,8 +65,13 @@ class IndexAnswer:
 
 
 class Messages(Operations):
+    def __init__(self, remoting: RemotingClient, config: ClientConfig, topology: Topology):
+        super().__init__(remoting)
+        self.config = config
+        self.topology = topology
+
     async def pull(self, mq: MessageQueue, offset: int, *, max_nums: int = MAX_PULL_BATCH) -> PullResult:
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         fields = {
             "consumerGroup": TOOLS_CONSUMER_GROUP,
             "topic": mq.topic,
@@ -112,7 +119,7 @@ class Messages(Operations):
 
     async def consume_queue_positions(self, mq: MessageQueue, index: int, count: int) -> list[int]:
         """Commit-log offsets of up to `count` consume-queue entries of a queue from `index`."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         fields = {"topic": mq.topic, "queueId": mq.queue_id, "index": index, "count": count}
         response = await self.remoting.call(address, RequestCode.QUERY_CONSUME_QUEUE, fields)
         if not response.body:
@@ -127,7 +134,7 @@ class Messages(Operations):
         """Messages with queue offsets in [begin, end) of a queue that cannot be pulled; one
         VIEW_MESSAGE_BY_ID per message, pipelined. Entries whose message the commit log no
         longer holds are skipped, as a pull would skip them."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         positions: list[int] = []
         for start in range(begin, end, CONSUME_QUEUE_BATCH):
             positions += await self.consume_queue_positions(mq, start, min(CONSUME_QUEUE_BATCH, end - start))
@@ -170,7 +177,7 @@ class Messages(Operations):
             address, physical_offset = decode_offset_msg_id(msg_id)
         except ValueError:
             return None
-        if address not in (await self.client.topology.cluster_info(max_age=10.0)).all_addresses():
+        if address not in (await self.topology.cluster_info(max_age=10.0)).all_addresses():
             return None
         fields = {"offset": physical_offset, "topic": topic}  # 5.x: the topic is for ACL 2.0 only
         response = await self.remoting.invoke(address, RequestCode.VIEW_MESSAGE_BY_ID, fields)
@@ -229,7 +236,7 @@ class Messages(Operations):
         broker answers at most `max_num` messages, the newest first (64 at most,
         maxMsgsNumBatch; 32 for unique keys, defaultQueryMaxNum): one that answers that many
         is named in `capped`. A broker that cannot be read is named in `errors`."""
-        route = await self.client.topology.topic_route(topic)
+        route = await self.topology.topic_route(topic)
         end_ms = INDEX_END if end_ms is None else end_ms
         fields = {
             "topic": topic,
@@ -239,7 +246,7 @@ class Messages(Operations):
             "endTimestamp": end_ms,
         }
         cap = min(max_num, KEY_QUERY_MAX)
-        if unique and self.client.config.credentials is None:
+        if unique and self.config.credentials is None:
             # Java sends this flag for unique keys; its only effect is maxNum = defaultQueryMaxNum.
             # Brokers 4.x/5.0 leave it out of the ACL signature and 5.1+ keep it in (for version
             # > 399), so a signed request carrying it fails on one or the other: not sent under ACL.

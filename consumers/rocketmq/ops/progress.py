@@ -11,10 +11,16 @@ from ..models import (
     MessageQueue,
     TopicStatsTable,
 )
+from ..remoting import RemotingClient
 from .base import Operations, ext_int, parse_body, typed_answer
+from .topology import Topology
 
 
 class Progress(Operations):
+    def __init__(self, remoting: RemotingClient, topology: Topology):
+        super().__init__(remoting)
+        self.topology = topology
+
     async def consume_stats(
         self, group: str, broker_addr: str, *, topic: str | None = None, timeout: float | None = None
     ) -> ConsumeStats:
@@ -172,7 +178,7 @@ class Progress(Operations):
 
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
         """The group's committed offset on one queue; None when it has never committed one."""
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         fields = {
             "consumerGroup": group,
             "topic": mq.topic,
@@ -190,7 +196,7 @@ class Progress(Operations):
         return ext_int(response, "offset", address=address)
 
     async def _queue_value(self, mq: MessageQueue, code: int, key: str, **extra: str) -> int:
-        address = await self.client.topology.master_addr(mq.broker_name)
+        address = await self.topology.master_addr(mq.broker_name)
         response = await self.remoting.call(address, code, {"topic": mq.topic, "queueId": mq.queue_id, **extra})
         if key not in response.ext_fields:
             raise ProtocolError(f"{RequestCode(code).name} answer has no {key!r}", address=address)

@@ -16,14 +16,16 @@ from ..models import (
     TopicConfig,
     TopicRoute,
 )
+from ..remoting import ClientConfig, RemotingClient
 from .base import Operations, parse_body, typed_answer
 
 CLUSTER_INFO_TTL = 10.0
 
 
 class Topology(Operations):
-    def __init__(self, client):
-        super().__init__(client)
+    def __init__(self, remoting: RemotingClient, config: ClientConfig):
+        super().__init__(remoting)
+        self.config = config
         # topic -> (fetched at, route), or (fetched at, the name server's "not found" error)
         self._routes: dict[str, tuple[float, TopicRoute | TopicNotFound]] = {}
         self._cluster: tuple[float, ClusterInfo] | None = None
@@ -63,7 +65,7 @@ class Topology(Operations):
     async def topic_route(self, topic: str, *, max_age: float | None = None) -> TopicRoute:
         """Route of a topic. Cached for the client's route TTL (a missing topic too, so a
         group that never consumed does not cost a name-server call per poll)."""
-        ttl = self.client.config.route_ttl if max_age is None else max_age
+        ttl = self.config.route_ttl if max_age is None else max_age
         now = time.monotonic()
         cached = self._routes.get(topic)
         if cached and now - cached[0] < ttl:
@@ -91,7 +93,7 @@ class Topology(Operations):
     async def topic_routes(self, topics: list[str]) -> dict[str, TopicRoute | RocketMQError]:
         """Routes of many topics: cached ones from the cache, the others in one pipelined
         batch to the name servers (the next one for those a name server failed to answer)."""
-        ttl = self.client.config.route_ttl
+        ttl = self.config.route_ttl
         now = time.monotonic()
         result: dict[str, TopicRoute | RocketMQError] = {}
         missing = []
@@ -107,7 +109,7 @@ class Topology(Operations):
             else:
                 missing.append(topic)
         code = RequestCode.GET_ROUTEINFO_BY_TOPIC
-        for namesrv in self.client.config.namesrv_addrs:
+        for namesrv in self.config.namesrv_addrs:
             if not missing:
                 break
             answers = await self.remoting.invoke_many(
