@@ -6,23 +6,12 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from ..inputs import DateInput, add_range_problems
-from .models import State
-
-ACTIONS = [
-    # change requests
-    "request", "approve", "reject", "cancel", "expire", "refresh-preview", "run", "resume", "result",
-    # DLQ
-    "redrive-plan", "redrive-pause", "redrive-resume", "redrive-cancel", "redrive-run", "redrive-result",
-    "dlq-export", "dlq-make-readable",
-    # reports
-    "report-download", "report-scheduled",
-    # security
-    "api-token-create", "api-token-revoke", "login-locked-out",
-]  # fmt: skip
+from ..languages.labels import AUDIT_ACTIONS, CHANGE_STATES
 
 
 class ChangeFilterForm(forms.Form):
-    state = forms.ChoiceField(required=False, label=_("State"), choices=[("", _("any"))] + list(State.choices))
+    # the states and actions by their words in the reader's language (their codes are what is sent)
+    state = forms.ChoiceField(required=False, label=_("State"), choices=[("", _("any")), *CHANGE_STATES.items()])
     cluster = forms.CharField(required=False, max_length=64, label=_("Cluster"))
     group = forms.CharField(required=False, max_length=255, label=_("Group"))
 
@@ -31,7 +20,7 @@ class AuditFilterForm(forms.Form):
     cluster = forms.CharField(required=False, max_length=64, label=_("Cluster"))
     group = forms.CharField(required=False, max_length=255, label=_("Group"))
     user = forms.CharField(required=False, max_length=150, label=_("User"))
-    action = forms.ChoiceField(required=False, label=_("Action"), choices=[("", _("any"))] + [(a, a) for a in ACTIONS])
+    action = forms.ChoiceField(required=False, label=_("Action"), choices=[("", _("any")), *AUDIT_ACTIONS.items()])
     since = forms.DateField(required=False, label=_("Since"), widget=DateInput())
     until = forms.DateField(required=False, label=_("Until"), widget=DateInput())
     format = forms.ChoiceField(required=False, label=_("Format"), choices=[("", _("page")), ("csv", "csv")])
