@@ -1,4 +1,4 @@
-"""The notes a poll writes beside a group's numbers (documents.build_document): what a number
+"""The notes a poll writes beside a group's numbers (building.build_document): what a number
 measures for POP and broadcasting groups, and why one is unknown.
 
 In English, as the health evidence: written once into the group's document for every reader,

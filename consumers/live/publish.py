@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..models import Cluster
 from ..rocketmq import ClusterSnapshot
-from . import documents, snapshots
+from . import building, documents, snapshots
 from .brokers import BrokerReport
 from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
@@ -79,7 +79,7 @@ def publish_poll(
         previous = snapshots.LazyDetails(redis, cluster.pk) if lazy else snapshots.read_details(redis, cluster.pk)
     with stages.timing("documents"):
         docs = {
-            group: documents.build_document(
+            group: building.build_document(
                 progress,
                 lag_times=reading.lag_times,
                 dlq_count=reading.dlq_counts.get(group),
@@ -91,8 +91,8 @@ def publish_poll(
             for group, progress in snapshot.groups.items()
         }
         docs.update(_unlisted(previous, snapshot, unreachable))
-        documents.mark_retry_topic_groups(docs)
-        samples = {group: documents.sample(doc, polled_at) for group, doc in docs.items()}
+        building.mark_retry_topic_groups(docs)
+        samples = {group: building.sample(doc, polled_at) for group, doc in docs.items()}
     with stages.timing("health"):
         window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)

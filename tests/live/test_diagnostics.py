@@ -166,7 +166,7 @@ def test_remoting_pop_clients_hold_no_queue_and_that_is_no_warning_but_a_silent_
 
 
 def test_remoting_pop_in_flight_is_what_the_clients_wait_to_ack_and_unknown_if_one_is_silent():
-    from consumers.live.documents import build_document
+    from consumers.live.building import build_document
 
     group = progress({"c1": popping({MQ[0]: (3, 1)}), "c2": popping({MQ[1]: (4, 1)})})
     doc = build_document(group, lag_times={}, dlq_count=0, previous=None)

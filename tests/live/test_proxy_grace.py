@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from consumers.live import documents, proxy_grace
+from consumers.live import building, proxy_grace
 from consumers.live.config import default_thresholds
 from consumers.live.documents import ProxyState, proxy_states
 from consumers.live.health import evaluate
 from consumers.rocketmq.proxies import ProxyStatus
 from consumers.rocketmq.snapshot import ClusterSnapshot
-from tests.live.test_documents import progress, q
+from tests.live.test_building import progress, q
 
 PROXY = "127.0.0.1:8081"
 
@@ -52,13 +52,13 @@ def test_groups_that_had_proxy_clients_are_unknown_in_the_window_and_stopped_aft
     held = proxy_grace.hold(snapshot, frozenset({"grpc", "back"}), {PROXY: 12.4})
     assert held == ["grpc"]  # "classic" had no proxy client; "back" has its clients again
     assert snapshot.groups["classic"].online is False and snapshot.groups["back"].online is True
-    doc = documents.build_document(snapshot.groups["grpc"], lag_times={}, dlq_count=0, previous=None)
-    doc.set_health(evaluate([documents.sample(doc, 2000.0)], default_thresholds()))
+    doc = building.build_document(snapshot.groups["grpc"], lag_times={}, dlq_count=0, previous=None)
+    doc.set_health(evaluate([building.sample(doc, 2000.0)], default_thresholds()))
     assert doc.clients is None and f"proxy {PROXY} restarted 12 s ago" in doc.clients_note
     assert doc.health["state"] != "STOPPED"
     # after the window: nothing is held, and a group with lag and no client is STOPPED
     after = _snapshot(grpc=progress(q("a", 0)))
     assert proxy_grace.hold(after, frozenset({"grpc"}), {}) == []
-    stopped = documents.build_document(after.groups["grpc"], lag_times={}, dlq_count=0, previous=None)
-    stopped.set_health(evaluate([documents.sample(stopped, 2000.0)], default_thresholds()))
+    stopped = building.build_document(after.groups["grpc"], lag_times={}, dlq_count=0, previous=None)
+    stopped.set_health(evaluate([building.sample(stopped, 2000.0)], default_thresholds()))
     assert stopped.health["state"] == "STOPPED"

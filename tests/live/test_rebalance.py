@@ -11,8 +11,9 @@ import pytest
 
 from consumers.alerts.models import AlertRule
 from consumers.live import snapshots
+from consumers.live.building import allocation_fingerprint
 from consumers.live.charts import allocation_figure
-from consumers.live.documents import QueueRow, allocation_fingerprint
+from consumers.live.documents import QueueRow
 from consumers.live.health import Sample, Thresholds, evaluate
 from consumers.live.poll import poll_cluster
 from consumers.live.rebalance import timeline
@@ -106,7 +107,8 @@ def queue(queue_id, *clients):
 
 
 def test_broadcasting_and_pop_groups_have_no_allocation_to_change():
-    from consumers.live.documents import GroupDocument, sample
+    from consumers.live.building import sample
+    from consumers.live.documents import GroupDocument
 
     clustering = GroupDocument("g", 1.0, message_model="CLUSTERING", consumption="push", queues=[queue(0, "A")])
     assert sample(clustering, 1.0).allocation is not None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from consumers.live.documents import GroupDocument, mark_retry_topic_groups
+from consumers.live.building import mark_retry_topic_groups
+from consumers.live.documents import GroupDocument
 
 
 def doc(group: str, topics: list[str], online: bool | None = False) -> GroupDocument:

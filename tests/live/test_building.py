@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from consumers.live import documents
+from consumers.live import building, documents
 from consumers.live.config import default_thresholds
 from consumers.live.health import evaluate
 from consumers.live.history import history_tables
@@ -30,7 +30,7 @@ def lag_times(**seconds):
 
 
 def test_a_fresh_document_sums_main_and_retry_lag_apart():
-    doc = documents.build_document(
+    doc = building.build_document(
         progress(q("a", 0), q("b", 0, consumer=10), q("a", 0, topic="%RETRY%G", max_offset=5, consumer=2)),
         lag_times={("G", MessageQueue("T", "a", 0)): LagTime(12.5)},
         dlq_count=3,
@@ -42,7 +42,7 @@ def test_a_fresh_document_sums_main_and_retry_lag_apart():
 
 
 def test_lag_seconds_is_unknown_when_a_lagging_queue_was_not_measured():
-    doc = documents.build_document(
+    doc = building.build_document(
         progress(q("a", 0), q("a", 1)),
         lag_times={
             ("G", MessageQueue("T", "a", 0)): LagTime(3.0),
@@ -56,13 +56,13 @@ def test_lag_seconds_is_unknown_when_a_lagging_queue_was_not_measured():
 
 
 def test_queues_of_an_unreadable_broker_are_carried_over_marked_stale():
-    previous = documents.build_document(
+    previous = building.build_document(
         progress(q("a", 0), q("b", 0, consumer=1)), lag_times={}, dlq_count=0, previous=None
     )
     previous.as_of = 1000.0
     for row in previous.queues:
         row.as_of = 1000.0
-    now = documents.build_document(
+    now = building.build_document(
         progress(
             q("a", 0, consumer=9), problems=[Problem("broker", "b", "RequestTimeout: no response", "RequestTimeout")]
         ),
@@ -78,28 +78,26 @@ def test_queues_of_an_unreadable_broker_are_carried_over_marked_stale():
 
 
 def test_a_group_that_failed_entirely_keeps_its_last_document_marked_stale():
-    previous = documents.build_document(progress(q("a", 0)), lag_times={}, dlq_count=0, previous=None)
+    previous = building.build_document(progress(q("a", 0)), lag_times={}, dlq_count=0, previous=None)
     failed = progress(problems=[Problem("group", "G", "DeadlineExceeded: deadline passed", "DeadlineExceeded")])
-    doc = documents.build_document(failed, lag_times={}, dlq_count=None, previous=previous)
+    doc = building.build_document(failed, lag_times={}, dlq_count=None, previous=previous)
     assert doc.stale and doc.stale_reason == "DeadlineExceeded: deadline passed"
     assert doc.lag == 6 and doc.as_of == 2000.0  # what we knew, as of when we knew it
-    never = documents.build_document(failed, lag_times={}, dlq_count=None, previous=None)
+    never = building.build_document(failed, lag_times={}, dlq_count=None, previous=None)
     assert never.lag is None and never.as_of is None and never.queues == []
 
 
 def test_the_health_sample_keeps_only_lagging_queues_and_stale_documents_are_unknown():
-    doc = documents.build_document(
-        progress(q("a", 0), q("a", 1, consumer=10)), lag_times={}, dlq_count=2, previous=None
-    )
-    sample = documents.sample(doc, polled_at=2001.0)
+    doc = building.build_document(progress(q("a", 0), q("a", 1, consumer=10)), lag_times={}, dlq_count=2, previous=None)
+    sample = building.sample(doc, polled_at=2001.0)
     assert sample.queues == {"T@a#0": (4, 6)} and sample.consumed == 14 and sample.lag == 6 and sample.dlq == 2
     doc.stale = True
-    assert documents.sample(doc, polled_at=2001.0).lag is None
+    assert building.sample(doc, polled_at=2001.0).lag is None
 
 
 def test_history_rows_come_only_from_fresh_data():
-    fresh = documents.build_document(progress(q("a", 0), q("a", 1)), lag_times={}, dlq_count=0, previous=None)
-    fresh.set_health(evaluate([documents.sample(fresh, 2000.0)], default_thresholds()))
+    fresh = building.build_document(progress(q("a", 0), q("a", 1)), lag_times={}, dlq_count=0, previous=None)
+    fresh.set_health(evaluate([building.sample(fresh, 2000.0)], default_thresholds()))
     stale = dataclasses.replace(fresh, group="H", stale=True)
     tables = history_tables([fresh, stale])
     assert tables["group_stats"]["group"].to_pylist() == ["G"]
@@ -108,12 +106,12 @@ def test_history_rows_come_only_from_fresh_data():
 
 
 def test_queues_of_a_missing_broker_stay_stale_and_the_lag_total_says_incomplete():
-    previous = documents.build_document(
+    previous = building.build_document(
         progress(q("a", 0, consumer=8), q("b", 0, consumer=1)), lag_times={}, dlq_count=0, previous=None
     )
     why = "missing since 2026-11-23 02:00:00 UTC (not in the name server)"
     # the name server dropped broker b: the poll only read a, with no problem of its own
-    now = documents.build_document(
+    now = building.build_document(
         progress(q("a", 0, consumer=9)), lag_times={}, dlq_count=0, previous=previous, unreachable={"b": why}
     )
     rows = {r.broker: r for r in now.queues}
@@ -121,7 +119,7 @@ def test_queues_of_a_missing_broker_stay_stale_and_the_lag_total_says_incomplete
     assert now.lag == (10 - 9) + (10 - 1)  # last known values of b, not a smaller number
     assert now.lag_incomplete == f"incomplete: b {why}"
     assert {"scope": "broker", "target": "b", "error": why} in now.problems
-    assert documents.sample(now, 2001.0).complete is False  # health: UNKNOWN, not judged on half
+    assert building.sample(now, 2001.0).complete is False  # health: UNKNOWN, not judged on half
 
 
 def test_a_broadcasting_groups_tps_is_the_clients_sum_and_unknown_when_a_client_is_silent():
@@ -138,17 +136,17 @@ def test_a_broadcasting_groups_tps_is_the_clients_sum_and_unknown_when_a_client_
     group.connection = ConsumerConnection(connections, {}, "CONSUME_PASSIVELY", "BROADCASTING", None)
     group.consume_tps = 0.0  # what the broker says: it keeps no stats for broadcasting groups
     group.running_info = {"c1": running(2.0), "c2": running(1.5)}
-    doc = documents.build_document(group, lag_times={}, dlq_count=0, previous=None)
+    doc = building.build_document(group, lag_times={}, dlq_count=0, previous=None)
     assert doc.consume_tps == 3.5 and "sum" in doc.consume_tps_note
     del group.running_info["c2"]
-    doc = documents.build_document(group, lag_times={}, dlq_count=0, previous=None)
+    doc = building.build_document(group, lag_times={}, dlq_count=0, previous=None)
     assert doc.consume_tps is None and "could not all be read" in doc.consume_tps_note
 
 
 def test_documents_and_meta_survive_the_wire_unchanged():
     import json
 
-    doc = documents.build_document(progress(q("a", 0), q("b", 1)), lag_times={}, dlq_count=2, previous=None)
+    doc = building.build_document(progress(q("a", 0), q("b", 1)), lag_times={}, dlq_count=2, previous=None)
     assert documents.GroupDocument.from_wire(json.loads(json.dumps(doc.to_wire()))) == doc
     meta = documents.ClusterMeta(
         1, "c", 10.0, 0.5, "degraded", brokers=[documents.BrokerState("b", None, state="missing")]
@@ -167,7 +165,7 @@ def test_clients_unknown_say_which_read_failed_and_known_ones_need_no_note():
     notes = {
         name: (doc.clients, doc.clients_note)
         for name, p in cases.items()
-        for doc in [documents.build_document(p, lag_times={}, dlq_count=0, previous=None)]
+        for doc in [building.build_document(p, lag_times={}, dlq_count=0, previous=None)]
     }
     assert notes == {
         "connection": (None, f"no broker answered who is connected ({refused})"),
