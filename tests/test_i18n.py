@@ -325,8 +325,9 @@ def test_makemessages_over_the_sources_leaves_nothing_untranslated_or_fuzzy(tmp_
 
 
 @pytest.mark.parametrize(
-    "path", ["/stats/", "/stats/?days=7", "/groups/east/orders/", "/audit/?since=2026-11-01&until=2026-11-21", "/reports/"]
-)  # fmt: skip
+    "path",
+    ["/stats/", "/stats/?days=7", "/groups/east/orders/", "/audit/?since=2026-11-01&until=2026-11-21", "/reports/"],
+)
 def test_date_inputs_hold_iso_dates_in_chinese_too(viewer_client, east, path):
     """A browser's date input takes YYYY-MM-DD only: the Chinese format (2026/11/21) left every
     date field empty on the Chinese pages."""
