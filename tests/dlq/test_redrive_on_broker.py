@@ -210,8 +210,8 @@ def test_bad_redrives_are_refused_and_send_nothing(client, personas, cluster, mq
     assert client.post(f"/dlq/local/{group}/redrive/", {"target": "group", "rate": 10}).status_code == 403
     client.force_login(personas["operator"])
     for form, says in [
-        ({"target": "group", "rate": 0}, "greater than or equal to 1"),
-        ({"target": "group", "rate": 10**7}, "at most"),
+        ({"target": "group", "rate": 0}, "must be between 1 and 20000"),
+        ({"target": "group", "rate": 10**7}, "must be between 1 and 20000"),
         ({"target": "topic", "target_topic": "T-nowhere", "rate": 10}, "does not exist"),
         ({"target": "sideways", "rate": 10}, "valid choice"),
         ({"target": "topic", "target_topic": dlq_topic(group), "rate": 10, "key": "nope"}, "no message in the DLQ"),
