@@ -22,7 +22,8 @@ HEADER_ITEMS = """() => [...document.querySelectorAll(".topbar nav a, .topbar .w
   range.selectNodeContents(e);
   const rects = [...range.getClientRects()].filter(r => r.width > 0);
   const span = Math.max(...rects.map(r => r.bottom)) - Math.min(...rects.map(r => r.top));
-  return {text: e.textContent.trim().slice(0, 30), lines: Math.round(span / parseFloat(getComputedStyle(e).lineHeight))};
+  const line = parseFloat(getComputedStyle(e).lineHeight);
+  return {text: e.textContent.trim().slice(0, 30), lines: Math.round(span / line)};
 })"""
 
 
