@@ -35,6 +35,7 @@ import collections
 import concurrent.futures
 import datetime as dt
 import hashlib
+import logging
 import time
 from dataclasses import dataclass
 
@@ -54,6 +55,8 @@ from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
 from .ending import job_ended
 from .models import RedriveJob, RedrivenMessage
 from .targets import TargetRefused, check_group_target
+
+log = logging.getLogger(__name__)
 
 WINDOW = 1024  # messages per window: one checkpoint, one transaction
 IN_FLIGHT = 3  # at most, windows on the wire while the oldest is recorded
@@ -105,7 +108,19 @@ def run_job(job_id: int) -> RedriveJob | None:
     except RocketMQError as exc:
         _fail(job, token, f"{type(exc).__name__}: {exc}")
         return RedriveJob.objects.get(pk=job.pk)
-    return _finish(job, token)
+    return _despite_the_soft_limit(_finish, job, token)
+
+
+def _despite_the_soft_limit(step, *args):
+    """An ending step run to its end though the soft time limit (one signal, raised wherever the
+    task is) lands in it: in _finish it left a job done and its request running for good. Each
+    step moves the job from the state it expects, with its audit in one transaction: run again,
+    it completes what was interrupted. (_fail runs in an except clause: after the signal.)"""
+    try:
+        return step(*args)
+    except SoftTimeLimitExceeded:
+        log.info("the soft time limit came while ending a redrive job: ending it again")
+        return step(*args)
 
 
 def _let_go(job: RedriveJob, token: str) -> RedriveJob:
@@ -393,12 +408,14 @@ def _finish(job: RedriveJob, token: str) -> RedriveJob:
         state = RedriveJob.State.FAILED
     else:  # everything it could read went; brokers left out at planning make it partial
         state = RedriveJob.State.PARTIAL if job.untouched else RedriveJob.State.DONE
-    if RedriveJob.objects.filter(pk=job.pk, run_token=token, state=RedriveJob.State.RUNNING).update(
-        state=state, finished_at=timezone.now()
-    ):
-        details = {"job": job.pk, "moved": job.moved, "failed": job.failed, "total": job.total,
-                   "recovered": job.recovered, "untouched": [u["broker"] for u in job.untouched]}  # fmt: skip
-        audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group, details=details)
+    with transaction.atomic():  # the move and its audit, or neither (_despite_the_soft_limit)
+        if RedriveJob.objects.filter(pk=job.pk, run_token=token, state=RedriveJob.State.RUNNING).update(
+            state=state, finished_at=timezone.now()
+        ):
+            details = {"job": job.pk, "moved": job.moved, "failed": job.failed, "total": job.total,
+                       "recovered": job.recovered, "untouched": [u["broker"] for u in job.untouched]}  # fmt: skip
+            audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
+                         details=details)  # fmt: skip
     ended = RedriveJob.objects.select_related("change_request").get(pk=job.pk)
     job_ended(ended)
     return ended

@@ -146,3 +146,31 @@ def test_refresh_and_undo_are_a_resets_decisions_only(personas, waiting):
 )  # fmt: skip
 def test_one_mapping_from_a_jobs_state_to_its_requests(state, moved, expected):
     assert request_state_for(RedriveJob(state=state, moved=moved)) == expected
+
+
+def test_a_soft_time_limit_landing_while_the_job_ends_still_ends_it_and_its_request_once(
+    personas, waiting, queued, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Seen in the suite: the task's soft limit (one signal) came in the middle of _finish, after
+    the job's row said done and before its request was ended, which then stayed running."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from consumers.changes.models import AuditEvent
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = _approve(waiting, personas, queued)
+    token = _claim(job)
+    RedriveJob.objects.filter(pk=job.pk).update(moved=5000)
+    record, calls = runner.audit.record, []
+
+    def the_signal_lands_here(action, **kwargs):
+        calls.append(action)
+        if len(calls) == 1:
+            raise SoftTimeLimitExceeded()
+        return record(action, **kwargs)
+
+    monkeypatch.setattr(runner.audit, "record", the_signal_lands_here)
+    ended = runner._despite_the_soft_limit(runner._finish, job, token)
+    assert ended.state == RedriveJob.State.DONE and calls == ["redrive-result", "redrive-result", "result"]
+    assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.DONE
+    assert AuditEvent.objects.filter(action="redrive-result").count() == 1  # the interrupted one rolled back
