@@ -115,7 +115,7 @@ def _despite_the_soft_limit(step, *args):
     """An ending step run to its end though the soft time limit (one signal, raised wherever the
     task is) lands in it: in _finish it left a job done and its request running for good. Each
     step moves the job from the state it expects, with its audit in one transaction: run again,
-    it completes what was interrupted. (_fail runs in an except clause: after the signal.)"""
+    it completes what was interrupted. (_fail is not guarded yet: it appends and audits again.)"""
     try:
         return step(*args)
     except SoftTimeLimitExceeded:
