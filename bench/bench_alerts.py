@@ -34,11 +34,11 @@ def main() -> None:
 
     from consumers.alerts import evaluate
     from consumers.alerts.models import Alert, AlertRule, Channel
+    from consumers.jobs.redis_client import get_redis
     from consumers.live import snapshots
     from consumers.live.config import default_thresholds
     from consumers.live.health import evaluate as judge_health
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
     from devstack.synthetic import group, publish
 
     try:

@@ -63,9 +63,9 @@ def main() -> None:
     args = parser.parse_args()
     _, redis = setup_django()
     from consumers.dlq import selectors
+    from consumers.jobs.redis_client import get_redis
     from consumers.live.poll import poll_cluster
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
 
     cluster_process = start_cluster()
     try:

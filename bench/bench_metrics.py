@@ -32,10 +32,10 @@ def main() -> None:
     _, redis = setup_django()
     from django.conf import settings
 
+    from consumers.jobs.redis_client import get_redis
     from consumers.live import selectors
     from consumers.metrics.views import exposition
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
     from devstack.synthetic import group, publish
 
     try:

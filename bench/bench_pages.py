@@ -138,8 +138,8 @@ def main() -> None:
     from django.contrib.sessions.backends.db import SessionStore
 
     from consumers.identity import create_or_update_user
+    from consumers.jobs.redis_client import get_redis
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
     from devstack.synthetic import group, publish
 
     user = create_or_update_user("bench", "viewer", "bench-password-123")

@@ -49,9 +49,9 @@ def main() -> None:
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.groups.split(","))
     _, redis = setup_django()
+    from consumers.jobs.redis_client import get_redis
     from consumers.live.poll import poll_cluster
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
 
     cluster_process = start_cluster()
     proxy = None

@@ -27,9 +27,9 @@ def main() -> None:
     base, redis = setup_django()
     from django.conf import settings
 
+    from consumers.jobs.redis_client import get_redis
     from consumers.live import snapshots
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
 
     cluster = Cluster.objects.create(
         name="period", namesrv_addrs=f"127.0.0.1:{free_port()}", poll_interval=args.interval

@@ -116,8 +116,8 @@ def main() -> None:
 def _approvals(cluster, repeats: int) -> list[float]:
     """workflow.approve of a pending 1,024-queue reset, which reads the effect again from the
     brokers (resets/effect.py): each repeat a fresh request, approved by a second person."""
+    from consumers.changes.guards import Actor
     from consumers.changes.workflow import approve, cancel
-    from consumers.core import Actor
     from consumers.identity import create_or_update_user
     from consumers.resets.services import request_reset
 

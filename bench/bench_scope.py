@@ -29,9 +29,9 @@ def main() -> None:
 
 def run(count: int, runs: int) -> None:
     from consumers.identity import EVERYTHING, Rule, Scope
+    from consumers.jobs.redis_client import get_redis
     from consumers.live.selectors import group_rows
     from consumers.models import Cluster
-    from consumers.redis_client import get_redis
     from devstack.synthetic import group, publish
 
     cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9876")

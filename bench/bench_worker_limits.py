@@ -80,9 +80,9 @@ def wait_for(condition, what: str, timeout: float, worker: subprocess.Popen, log
 def redrive(namesrv: str, messages: int, rate: int, worker: subprocess.Popen, log: Path) -> None:
     from django.conf import settings
 
+    from consumers.changes.guards import Actor
     from consumers.changes.models import ChangeRequest
     from consumers.changes.services import decide
-    from consumers.core import Actor
     from consumers.dlq import redrive as service
     from consumers.dlq.browse import Selection
     from consumers.dlq.models import RedriveJob, RedrivenMessage

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .models import AuditEvent, Cluster, HealthOverride, KnownBroker
-from .readonly_admin import ReadOnlyAdmin
+from .web.readonly_admin import ReadOnlyAdmin
 
 
 class ClusterForm(forms.ModelForm):

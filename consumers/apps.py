@@ -12,14 +12,13 @@ class ConsumersConfig(AppConfig):
         from axes.signals import user_locked_out
         from django.conf import settings
 
-        gc.set_threshold(*settings.GC_THRESHOLDS)  # why: dashboard/settings.py
+        gc.set_threshold(*settings.GC_THRESHOLDS)  # why: dashboard/settings/core.py
         from django.contrib.auth.signals import user_logged_in
-
-        from . import checks  # noqa: F401 (registers the system checks)
 
         # alerts listen to every poll; their deliveries register with the claimed jobs
         from .alerts import tasks as alerts_tasks
         from .live.signals import poll_published
+        from .web import checks  # noqa: F401 (registers the system checks)
 
         poll_published.connect(alerts_tasks.on_poll, dispatch_uid="consumers.alerts.evaluate")
         # the kinds of change register with the workflow
@@ -35,3 +34,9 @@ class ConsumersConfig(AppConfig):
         from .languages.preferences import on_login
 
         user_logged_in.connect(on_login, dispatch_uid="consumers.languages.login")
+        # the English formats of evidence and notes, registered where each feature defines them,
+        # so every process can show them translated (consumers/languages/evidence.py)
+        from .alerts import conditions  # noqa: F401
+        from .live import diagnostics, health, notes, selectors  # noqa: F401
+        from .resets import defects, execute  # noqa: F401
+        from .subscriptions import execute as config_execute  # noqa: F401

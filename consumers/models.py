@@ -11,8 +11,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .inputs import is_ascii_int
 from .rocketmq import Credentials, split_namesrv_list
+from .web.inputs import is_ascii_int
 
 
 def validate_namesrv_addrs(value: str) -> None:
@@ -160,7 +160,8 @@ class KnownBroker(models.Model):
 
 # Feature packages keep their models next to their code; Django finds them through this module.
 from .alerts.models import Alert, AlertRule, Channel, Delivery, Silence  # noqa: E402, F401
-from .changes.models import AuditEvent, AuditHead, ChangeRequest  # noqa: E402, F401
+from .audit.models import AuditEvent, AuditHead  # noqa: E402, F401
+from .changes.models import ChangeRequest  # noqa: E402, F401
 from .dlq.models import RedriveJob, RedrivenMessage  # noqa: E402, F401
 from .identity.models import IdpAccount  # noqa: E402, F401
 from .identity.tokens.models import ApiToken  # noqa: E402, F401

@@ -5,8 +5,9 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from consumers import identity, probes
+from consumers import identity
 from consumers.languages import views as languages
+from consumers.live import probes
 
 
 @login_not_required
@@ -22,7 +23,7 @@ urlpatterns = [
     path("oidc/callback/", identity.sign_in_callback, name="oidc-callback"),
     path("admin/login/", identity.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
-    # probes for load balancers and orchestrators: no login, no names (consumers/probes.py)
+    # probes for load balancers and orchestrators: no login, no names (consumers/live/probes.py)
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),
     # the language switch of the header (saved on the user), and the translations of static/js/
@@ -34,7 +35,7 @@ urlpatterns = [
 ]
 
 # JSON errors under /api/, the usual pages elsewhere
-handler400 = "consumers.errors.handle_400"
-handler403 = "consumers.errors.handle_403"
-handler404 = "consumers.errors.handle_404"
-handler500 = "consumers.errors.handle_500"
+handler400 = "consumers.web.errors.handle_400"
+handler403 = "consumers.web.errors.handle_403"
+handler404 = "consumers.web.errors.handle_404"
+handler500 = "consumers.web.errors.handle_500"

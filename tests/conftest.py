@@ -236,7 +236,7 @@ _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"
 @pytest.fixture
 def redis(redis_server, settings):
     """A clean Redis database for one test, used by the code under test too."""
-    from consumers.redis_client import get_redis
+    from consumers.jobs.redis_client import get_redis
 
     settings.REDIS_URL = redis_server.url
     client = get_redis()

@@ -15,18 +15,19 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from consumers import apischema
-from consumers.apischema import Bool, Choice, Int, List, Map, Moment, Obj, Str
+from consumers.audit.models import AuditEvent
 from consumers.changes import workflow
 from consumers.changes.api import CREATE, DECISION
-from consumers.changes.models import AuditEvent, ChangeRequest
+from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor
 from consumers.dlq.api import REDRIVE
 from consumers.dlq.models import RedriveJob
 from consumers.identity import create_token
-from consumers.inputs import EARLIEST_MS
 from consumers.models import Cluster
 from consumers.resets.kind import API_PARAMS as RESET_PARAMS
+from consumers.web import apischema
+from consumers.web.apischema import Bool, Choice, Int, List, Map, Moment, Obj, Str
+from consumers.web.inputs import EARLIEST_MS
 
 PLAN = {"rows": [], "totals": {}, "warnings": [], "online": False}
 # fixed once: a strategy whose bounds moved with the clock would draw differently on replay

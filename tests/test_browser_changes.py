@@ -141,8 +141,8 @@ def test_the_other_main_actions_with_debug_on(
     requester and rejected by an approver. Each lands on a page of the console, never an error."""
     import datetime as dt
 
+    from consumers.changes.guards import Actor
     from consumers.changes.models import ChangeRequest
-    from consumers.core import Actor
     from consumers.resets.services import request_reset
 
     settings.DEBUG = True

@@ -1,4 +1,4 @@
-"""The one claimed-job pattern (consumers/claims.py), on each model that runs long work: a job
+"""The one claimed-job pattern (consumers/jobs/claims.py), on each model that runs long work: a job
 runs once however often its task is delivered; a run whose worker went silent is taken over,
 and the old run learns it at its next beat; housekeeping queues every silent job again."""
 
@@ -10,11 +10,11 @@ import time
 import pytest
 from django.utils import timezone
 
-from consumers import claims
 from consumers.changes import tasks as change_tasks
 from consumers.changes.models import ChangeRequest
 from consumers.dlq import tasks as dlq_tasks
 from consumers.dlq.models import RedriveJob
+from consumers.jobs import claims
 from consumers.models import Cluster
 from consumers.reports import tasks as report_tasks
 from consumers.reports.models import Report

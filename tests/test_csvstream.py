@@ -20,12 +20,12 @@ from django.test import RequestFactory
 from openpyxl import load_workbook
 
 from consumers import audit
-from consumers.changes.models import AuditEvent
-from consumers.csvstream import attachment, base64_cell, csv_writer, safe_cell
+from consumers.audit.models import AuditEvent
 from consumers.dlq.views import CSV_COLUMNS, csv_row
-from consumers.middleware import NoStoreMiddleware
 from consumers.models import Cluster
 from consumers.stats.models import GroupDay
+from consumers.web.csvstream import attachment, base64_cell, csv_writer, safe_cell
+from consumers.web.middleware import NoStoreMiddleware
 from tests.reports.test_reports import BASE, D1, D2, built, days, read  # noqa: F401 (days: a fixture)
 
 HYPERLINK = '=HYPERLINK("http://x","y")'

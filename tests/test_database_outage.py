@@ -25,9 +25,9 @@ from django.db import connection, utils
 from django.test import Client
 from django.urls import get_resolver, reverse
 
-from consumers import errors
-from consumers.errors import database_unavailable_cause, note_database_answered
 from consumers.identity import ACCESS, create_token
+from consumers.web import errors
+from consumers.web.errors import database_unavailable_cause, note_database_answered
 from devstack.postgres import LocalPostgres
 from devstack.processes import ManagedProcess, free_port
 from tests.conftest import PASSWORD

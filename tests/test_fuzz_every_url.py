@@ -332,7 +332,8 @@ def _send_value(client, name: str, url: str, data: dict, path: tuple = (), value
 def _made() -> tuple[int, ...]:
     """How many of each thing a request can make: a refusal makes none."""
     from consumers.alerts.models import Silence
-    from consumers.changes.models import AuditEvent, ChangeRequest
+    from consumers.audit.models import AuditEvent
+    from consumers.changes.models import ChangeRequest
     from consumers.dlq.models import RedriveJob
     from consumers.reports.models import Report
     from consumers.stats.models import StatsRun

@@ -1,4 +1,4 @@
-"""The one validation layer for text from outside (consumers/inputs.py), by hand-worked cases."""
+"""The one validation layer for text from outside (consumers/web/inputs.py), by hand-worked cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import pytest
 from django import forms
 
-from consumers.apischema import Map, Moment, SchemaError, Str
-from consumers.inputs import (
+from consumers.web.apischema import Map, Moment, SchemaError, Str
+from consumers.web.inputs import (
     EARLIEST_MS,
     AsciiDateTimeField,
     AsciiIntegerField,

@@ -24,8 +24,8 @@ def test_a_task_that_cannot_be_queued_because_redis_is_down_answers_503_not_500(
     from django.contrib.auth.models import AnonymousUser
     from kombu.exceptions import OperationalError
 
-    from consumers import redis_client
-    from consumers.middleware import RedisUnavailableMiddleware
+    from consumers.jobs import redis_client
+    from consumers.web.middleware import RedisUnavailableMiddleware
 
     settings.REDIS_URL = "redis://127.0.0.1:6379/0"
     middleware = RedisUnavailableMiddleware(lambda request: None)
@@ -52,8 +52,8 @@ def test_a_database_that_does_not_answer_is_a_503_from_a_view_and_from_a_middlew
 
     from django.db.utils import OperationalError
 
-    from consumers.errors import handle_500, note_database_answered
-    from consumers.middleware import DatabaseUnavailableMiddleware
+    from consumers.web.errors import handle_500, note_database_answered
+    from consumers.web.middleware import DatabaseUnavailableMiddleware
 
     middleware = DatabaseUnavailableMiddleware(lambda request: None)
     down = OperationalError("connection failed: Connection refused")

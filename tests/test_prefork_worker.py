@@ -31,7 +31,7 @@ import django; django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from consumers.changes.services import decide
-from consumers.core import Actor
+from consumers.changes.guards import Actor
 from consumers.dlq import redrive
 from consumers.dlq.browse import Selection
 from consumers.models import Cluster

@@ -9,8 +9,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from consumers import probes
-from consumers.live import snapshots
+from consumers.live import probes, snapshots
 from consumers.live.documents import ClusterMeta
 from consumers.models import Cluster, KnownBroker
 from devstack.redis import LocalRedis

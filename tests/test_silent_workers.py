@@ -1,4 +1,4 @@
-"""Every job's page says when its worker went silent (consumers/claims.py): a reset's change
+"""Every job's page says when its worker went silent (consumers/jobs/claims.py): a reset's change
 request, a report build, a statistics run and a redrive (the last two: their own tests)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from .. import audit
 from ..identity import remote_addr
 from ..live.health import SEVERITY
-from ..readonly_admin import ReadOnlyAdmin
+from ..web.readonly_admin import ReadOnlyAdmin
 from .models import Alert, AlertRule, Channel, Delivery, Silence
 
 

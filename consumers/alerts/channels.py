@@ -80,7 +80,7 @@ def _alert(alert: Alert, event: str) -> dict:
 
 # Without CONSOLE_BASE_URL the console cannot know the address its users open (a guess such as
 # http://127.0.0.1:8000 sent every receiver to its own machine): the message has no link, its
-# page's path instead, and says why. `manage.py check` warns in production (consumers/checks.py).
+# page's path instead, and says why. `manage.py check` warns in production (consumers/web/checks.py).
 NO_BASE_URL = gettext_noop("no link: CONSOLE_BASE_URL is not configured")  # translated by where()
 
 

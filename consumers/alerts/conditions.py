@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext_noop
 
+from ..languages.evidence import register_formats
 from ..live.documents import ClusterMeta, GroupDocument
 from ..live.health import Sample
 
@@ -47,6 +48,7 @@ EVIDENCE_FORMATS = (
     BROKER_IS, NO_LONGER_MATCHES, NO_LONGER_LISTED, HEALTH_WITH, HEALTH_IS, LAG_UNMEASURED, LAG_UNDER, LAG_ABOVE,
     DLQ_UNDER, DLQ_ABOVE,
 )  # fmt: skip
+register_formats(*EVIDENCE_FORMATS)
 
 
 @dataclass(frozen=True)

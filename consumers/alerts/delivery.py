@@ -1,4 +1,4 @@
-"""Sending a Delivery: a claimed job (consumers/claims.py), so two workers or a redelivered
+"""Sending a Delivery: a claimed job (consumers/jobs/claims.py), so two workers or a redelivered
 task send it once. A failed attempt (whatever failed: the receiver, the network, the mail
 server, the message) is logged and tried again with exponential backoff, until
 ALERT_DELIVERY_GIVE_UP_SECONDS after the delivery was made; then it is failed.
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.utils import timezone
 
-from .. import claims
+from ..jobs import claims
 from . import channels
 from .models import Delivery
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiIntegerField
 from ..models import Cluster
+from ..web.inputs import AsciiIntegerField
 from .models import AlertRule
 
 

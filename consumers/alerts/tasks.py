@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import transaction
 
-from .. import claims
+from ..jobs import claims
 from . import channels, delivery, evaluate
 from .models import Delivery
 

@@ -9,8 +9,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from ..errors import json_error
 from ..identity import REQUEST, api_view, console_action, console_page, remote_addr, scope_of, within
+from ..web.errors import json_error
 from . import selectors, services, silences
 from .forms import SilenceForm
 from .models import Alert, Silence

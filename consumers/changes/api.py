@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..apischema import AnyObject, Bool, Obj, SchemaError, Str
-from ..core import Actor, ChangeRefused
-from ..errors import json_error
 from ..identity import APPROVE, api_view, hide_bodies, remote_addr, scope_of, within
 from ..models import Cluster
 from ..rocketmq import RocketMQError
+from ..web.apischema import AnyObject, Bool, Obj, SchemaError, Str
+from ..web.errors import json_error
 from . import kinds, selectors
 from .forms import ChangeFilterForm
+from .guards import Actor, ChangeRefused
 from .models import ChangeRequest, State
 from .services import decide
 from .workflow import touched_groups

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import DateInput, add_range_problems
 from ..languages.labels import AUDIT_ACTIONS, CHANGE_STATES
+from ..web.inputs import DateInput, add_range_problems
 
 
 class ChangeFilterForm(forms.Form):

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
 
-from ..apischema import Obj
-from ..core import ChangeRefused
+from ..web.apischema import Obj
+from .guards import ChangeRefused
 from .models import ChangeRequest
 
 

@@ -6,7 +6,8 @@ import datetime as dt
 
 from django.db.models import Q, QuerySet
 
-from .models import AuditEvent, ChangeRequest, State
+from ..audit.models import AuditEvent
+from .models import ChangeRequest, State
 
 AUDIT_PAGE = 200
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from ..core import Actor, ChangeRefused
 from . import kinds, notify, workflow
+from .guards import Actor, ChangeRefused
 from .models import ChangeRequest, State
 
 
@@ -26,7 +26,7 @@ def _queued(approved: ChangeRequest) -> ChangeRequest:
 
 def requeue(request_id: int) -> None:
     """Queue the request's run (execute_change): after approval, and for a take-over of a run
-    whose worker went silent (the kinds register this with consumers/claims.py)."""
+    whose worker went silent (the kinds register this with consumers/jobs/claims.py)."""
     from .tasks import execute_change
 
     execute_change.delay(request_id)

@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from .. import claims
+from ..jobs import claims
 from . import kinds, workflow
 from .models import ChangeRequest
 
@@ -36,6 +36,6 @@ def execute_change(request_id: int) -> str:
 @shared_task(ignore_result=True)
 def housekeeping() -> None:
     """Expire old pending requests, and queue again every job whose worker went silent (resets,
-    redrives, statistics runs, report builds: consumers/claims.py), whose claim takes it over."""
+    redrives, statistics runs, report builds: consumers/jobs/claims.py), whose claim takes it over."""
     workflow.expire_due()
     claims.requeue_silent()

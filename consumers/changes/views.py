@@ -10,9 +10,6 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from ..core import Actor, ChangeRefused
-from ..csvstream import BOM, attachment, csv_writer
-from ..errors import bad_request
 from ..identity import (
     ADMINISTER,
     APPROVE,
@@ -26,8 +23,11 @@ from ..identity import (
 )
 from ..languages.labels import label
 from ..rocketmq import RocketMQError
+from ..web.csvstream import BOM, attachment, csv_writer
+from ..web.errors import bad_request
 from . import kinds, selectors
 from .forms import AuditFilterForm, ChangeFilterForm, DecisionForm
+from .guards import Actor, ChangeRefused
 from .models import State
 from .services import decide
 from .workflow import covered_by, single_person_mode, touched_groups

@@ -19,9 +19,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .. import audit
-from ..core import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..identity import ADMINISTER, APPROVE, REQUEST, scope_of
 from . import kinds, notify
+from .guards import SYSTEM, Actor, ChangeRefused, require_reason, require_role, require_writable
 from .models import ChangeRequest, State
 
 

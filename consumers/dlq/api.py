@@ -6,13 +6,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import JsonResponse
 
-from .. import claims
-from ..apischema import Bool, Choice, Int, List, Moment, Obj, Str
-from ..core import Actor, ChangeRefused
-from ..errors import json_error
+from ..changes.guards import Actor, ChangeRefused
 from ..identity import REQUEST, api_view, hide_bodies, may_read_bodies, remote_addr, scope_of, visible_cluster
-from ..inputs import encode_cursor
+from ..jobs import claims
 from ..rocketmq import RocketMQError
+from ..web.apischema import Bool, Choice, Int, List, Moment, Obj, Str
+from ..web.errors import json_error
+from ..web.inputs import encode_cursor
 from . import redrive, selectors
 from .browse import Selection
 from .forms import DlqFilterForm

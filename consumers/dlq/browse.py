@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
-from ..inputs import ascii_int
 from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import dlq_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import MessageQueue
 from ..rocketmq.models.topology import Perm
+from ..web.inputs import ascii_int
 
 CHUNK = 32  # messages per pull (the broker's own cap)
 

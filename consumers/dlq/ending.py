@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.utils import timezone
 
 from ..changes import workflow
+from ..changes.guards import SYSTEM
 from ..changes.models import State
-from ..core import SYSTEM
 from .models import RedriveJob
 
 # a job's final state -> its request's (partial: some messages moved before it ended)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiDateTimeField, AsciiIntegerField, add_range_problems, decode_cursor
+from ..web.inputs import AsciiDateTimeField, AsciiIntegerField, add_range_problems, decode_cursor
 from .browse import Selection
 from .models import RedriveJob
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from .. import claims
 from ..changes import kinds, workflow
+from ..changes.guards import SYSTEM
 from ..changes.models import ChangeRequest, State
-from ..core import SYSTEM
+from ..jobs import claims
 from .models import RedriveJob
 
 

@@ -71,7 +71,7 @@ class RedriveJob(models.Model):
         """The state as it is on the broker: a job paused or cancelled while its worker still
         sends the windows in flight is "pausing" or "cancelling" until that worker lets go
         (it clears run_token) or falls silent; then "paused" or "cancelled"."""
-        from ..claims import stale_before
+        from ..jobs.claims import stale_before
 
         stopping = {self.State.PAUSED: "pausing", self.State.CANCELLED: "cancelling"}.get(self.state)
         if stopping and self.run_token and self.heartbeat_at and self.heartbeat_at >= stale_before():

@@ -14,9 +14,9 @@ from django.utils.translation import gettext as _
 
 from .. import audit
 from ..changes import workflow
+from ..changes.guards import Actor, ChangeRefused, require_role, require_topic, require_writable
 from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..core import Actor, ChangeRefused, require_role, require_topic, require_writable
 from ..identity import REQUEST
 from ..models import Cluster
 from ..rocketmq import AdminClient

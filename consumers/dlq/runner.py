@@ -45,8 +45,9 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .. import audit, claims
+from .. import audit
 from ..clusters.connect import ClusterSession, cluster_session
+from ..jobs import claims
 from ..rocketmq import AdminClient, BrokerBusy, RocketMQError
 from ..rocketmq.codes import retry_topic
 from ..rocketmq.message import Message

@@ -16,11 +16,9 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from .. import audit, claims
+from .. import audit
+from ..changes.guards import Actor, ChangeRefused
 from ..clusters.connect import ReadOnlyCluster, run_on_cluster
-from ..core import Actor, ChangeRefused
-from ..csvstream import BOM, attachment, base64_cell, csv_writer
-from ..errors import bad_request
 from ..identity import (
     REQUEST,
     cluster_or_404,
@@ -32,10 +30,13 @@ from ..identity import (
     scope_of,
     visible_clusters,
 )
-from ..inputs import encode_cursor
-from ..redis_client import get_redis
+from ..jobs import claims
+from ..jobs.redis_client import get_redis
 from ..rocketmq import RocketMQError
 from ..rocketmq.codes import dlq_topic
+from ..web.csvstream import BOM, attachment, base64_cell, csv_writer
+from ..web.errors import bad_request
+from ..web.inputs import encode_cursor
 from . import redrive, selectors
 from .browse import MessageNotFound, Selection, body_views, dlq_queues, export_record, row, scan
 from .forms import DlqFilterForm, RedriveForm

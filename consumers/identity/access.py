@@ -1,7 +1,7 @@
 """Who may reach a view: the decorators every page, form and API endpoint is wrapped in (a role
 somewhere; for the API, a session, a Bearer token or Basic, and the cross-site and schema checks
 of writes), and the helpers views ask what of a cluster the user's scope shows. The JSON error
-shape and the error pages are consumers/errors.py's."""
+shape and the error pages are consumers/web/errors.py's."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import apischema
-from ..apischema import Obj
-from ..errors import json_error
 from ..models import Cluster
+from ..web import apischema
+from ..web.apischema import Obj
+from ..web.errors import json_error
 from . import lockout
 from .grants import scope_of
 from .roles import VIEW

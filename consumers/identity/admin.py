@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.utils.translation import gettext as _
 
 from .. import audit
-from ..readonly_admin import ReadOnlyAdmin
+from ..web.readonly_admin import ReadOnlyAdmin
 from .grants import PatternError, patterns
 from .models import Grant, IdpAccount
 from .tokens.models import TokenFailure

@@ -1,4 +1,4 @@
-"""Login throttling with django-axes (configured by AXES_* in dashboard/settings.py): the answer
+"""Login throttling with django-axes (configured by AXES_* in dashboard/settings/identity.py): the answer
 to a locked-out login, the audit event of a lockout, and clearing a user's failures when they
 log in.
 
@@ -27,7 +27,7 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
     """AXES_LOCKOUT_CALLABLE: what a locked-out login gets instead of the view's answer."""
     from axes.helpers import get_client_username, get_cool_off, get_failure_limit
 
-    from ..errors import json_error
+    from ..web.errors import json_error
 
     cool_off = get_cool_off(request)
     username = get_client_username(request, credentials) or ""
@@ -126,7 +126,7 @@ def audit_lockout(sender, request=None, username=None, ip_address=None, **kwargs
 def reset_own_failures(sender, request, user, **kwargs) -> None:
     """Receiver of user_logged_in: a successful login clears the failures of that username
     (from any address), and only those. (axes's AXES_RESET_ON_SUCCESS would also clear every
-    failure from the address, for any username: see dashboard/settings.py.)"""
+    failure from the address, for any username: see dashboard/settings/identity.py.)"""
     if not settings.AXES_ENABLED:
         return
     from axes.models import AccessAttempt

@@ -157,7 +157,7 @@ class RecheckMiddleware:
             audit.record("logout", username=username, remote_addr=_addr(request), details=details)
             auth_logout(request)
             if request.path.startswith("/api/"):
-                from ..errors import json_error
+                from ..web.errors import json_error
 
                 return json_error(401, "your single sign-on session ended at the identity provider: sign in again")
             return redirect(f"{reverse('login')}?next={request.path}")
@@ -169,7 +169,7 @@ class RecheckMiddleware:
                 "why": exc.message
             }
             if request.path.startswith("/api/"):
-                from ..errors import json_error
+                from ..web.errors import json_error
 
                 return json_error(503, message)
             return render(request, "consumers/bad_request.html", {"message": message}, status=503)

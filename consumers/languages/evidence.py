@@ -4,8 +4,8 @@ warnings, a change's verification notes and alerts' evidence in the reader's lan
 A poll writes each finding's evidence and each diagnostic once, in English, into the group's
 snapshot document: the API's `evidence` and `message` fields and the alerts keep them so; a
 change keeps its verification notes in its result so. A page shows them translated: the
-sentence is matched against the English formats it was made from (consumers/live/health.py,
-consumers/live/diagnostics.py, consumers/live/notes.py...) and formatted again with the
+sentence is matched against the English formats it was made from (each feature registers
+its own: consumers/live/health.py, consumers/live/diagnostics.py...) and formatted again with the
 translated format and the same values. A sentence made of several joined by "; " is translated
 part by part. A sentence no format made (a reason passed through from elsewhere) is shown as it
 is."""
@@ -30,20 +30,24 @@ def _pattern(fmt: str) -> re.Pattern:
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
+_registered: dict[str, None] = {}  # the formats, in the order registered (a set that keeps order)
+
+
+def register_formats(*formats: str) -> None:
+    """The English formats a feature's evidence is made from. Each feature registers its own where
+    it defines them (this module names no feature); the app's ready() imports every module that
+    does, so each process knows them all before a page asks."""
+    for fmt in formats:
+        _registered.setdefault(fmt)
+    _formats.cache_clear()
+
+
 @functools.cache
 def _formats() -> tuple[tuple[str, re.Pattern], ...]:
-    from ..alerts.conditions import EVIDENCE_FORMATS as ALERT_FORMATS
-    from ..live.diagnostics import DIAGNOSTIC_FORMATS
-    from ..live.health import EVIDENCE_FORMATS
-    from ..live.notes import NOTE_FORMATS
-    from ..live.selectors import STALE_DATA
-    from ..resets.defects import WARNING_FORMATS
-    from ..resets.execute import NOTE_FORMATS as VERIFICATION_FORMATS
-    from ..subscriptions.execute import NOTE_FORMATS as READ_BACK_FORMATS
-
-    formats = (*EVIDENCE_FORMATS, STALE_DATA, *DIAGNOSTIC_FORMATS, *NOTE_FORMATS, *WARNING_FORMATS, *ALERT_FORMATS,
-               *VERIFICATION_FORMATS, *READ_BACK_FORMATS)  # fmt: skip
-    return tuple((fmt, _pattern(fmt)) for fmt in formats)
+    # the most specific first (the most text outside its placeholders): a sentence two formats
+    # could have made is read as the one that says more, whatever order features registered in
+    ordered = sorted(_registered, key=lambda fmt: (-len(_PLACEHOLDER.sub("", fmt)), fmt))
+    return tuple((fmt, _pattern(fmt)) for fmt in ordered)
 
 
 def translate_evidence(text) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from ..errors import json_error
 from ..identity import api_view, scope_of, visible_clusters
-from ..redis_client import get_redis
+from ..jobs.redis_client import get_redis
+from ..web.errors import json_error
 from . import selectors
 from .forms import GroupFilterForm
 

@@ -1,11 +1,11 @@
 """The live view's settings as objects: read from django.conf.settings (the one place their
-defaults live, see dashboard/settings.py) whenever a poll, a task or a page needs them."""
+defaults live, see dashboard/settings/) whenever a poll, a task or a page needs them."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from ..redis_client import get_redis
+from ..jobs.redis_client import get_redis
 from .health import Thresholds
 from .history import HistoryStore, RedisOffsets
 from .spool import HistorySpool

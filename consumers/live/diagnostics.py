@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext_noop
 
+from ..languages.evidence import register_formats
 from ..rocketmq import GroupProgress
 from ..rocketmq.codes import RETRY_PREFIX
 
@@ -126,6 +127,7 @@ DIAGNOSTIC_FORMATS = (
     UNPOPPED_QUEUES, DEFAULT_RECONSUME_TIMES, POP_DROPS_FAILURES, CLIENTS_WITHOUT_QUEUES, DIFFERENT_SUBSCRIPTIONS,
     MIXED_VERSIONS, MIXED_STRATEGIES,
 )  # fmt: skip
+register_formats(*DIAGNOSTIC_FORMATS)
 
 # how a group's clients consume, from what brokers and proxies report of them
 # in English; pages translate them (templatetags/console.py: consumption_label)

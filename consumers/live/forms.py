@@ -9,7 +9,7 @@ import json
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiIntegerField
+from ..web.inputs import AsciiIntegerField
 from .health import SEVERITY
 from .selectors import SORT_KEYS
 

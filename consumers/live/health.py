@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext_noop
 
+from ..languages.evidence import register_formats
+
 # The evidence sentences, in English: the snapshot documents, the API and the alerts keep them so
 # (one document serves every reader); pages show them in the reader's language, parsed back by
 # these formats (consumers/languages/evidence.py). Numbers go in already formatted.
@@ -55,6 +57,7 @@ EVIDENCE_FORMATS = (
     NO_POLL_YET, OFFSETS_UNREAD, PART_UNREAD, EXPIRED, PAUSED, STOPPED, CONSUMING, STALLED, STALLED_MORE,
     DLQ_GROWING, RETRY_STORM, REBALANCE_STORM, LAG_GREW, LAG_FELL, NO_LAG, IDLE,
 )  # fmt: skip
+register_formats(*EVIDENCE_FORMATS)
 
 SEVERITY = (
     "UNKNOWN",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_noop
 
+from ..languages.evidence import register_formats
+
 # POP groups: what the lag in seconds measures
 POP_LAG_SECONDS = gettext_noop(
     "the age of the oldest message nobody has popped yet; messages popped and not yet acknowledged "
@@ -34,3 +36,4 @@ NOTE_FORMATS = (
     POP_LAG_SECONDS, POP_RATE, NO_RATE, BROADCAST_RATES_UNREAD, BROADCAST_RATES_SUM, BROADCAST_SLOWEST,
     NEVER_CONSUMED, IN_FLIGHT_UNKNOWN, POPS_UNREPORTED, NO_METRICS_FIGURE, METRICS_NOT_ENABLED, METRICS_NOT_READ,
 )  # fmt: skip
+register_formats(*NOTE_FORMATS)

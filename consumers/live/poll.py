@@ -15,8 +15,8 @@ import time
 from django.conf import settings
 
 from ..clusters.connect import run_on_cluster
+from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from ..redis_client import get_redis
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
 from ..rocketmq.proxies import ProxyAsk

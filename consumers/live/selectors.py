@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from ..identity import Scope
+from ..languages.evidence import register_formats
 from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
@@ -40,6 +41,7 @@ SORT_KEYS = {
 
 # kept in English like the health evidence (consumers/live/health.py), shown translated
 STALE_DATA = gettext_noop("stale data: %(reason)s")
+register_formats(STALE_DATA)
 
 
 @dataclass(frozen=True)

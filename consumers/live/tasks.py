@@ -7,8 +7,8 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from ..redis_client import get_redis
 from . import snapshots
 from .config import history_store, poll_deadline
 from .dispatch import claim_due_clusters

@@ -8,10 +8,10 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from ..errors import bad_request
 from ..identity import cluster_or_404, console_page, scope_of, visible_clusters
-from ..redis_client import get_redis
+from ..jobs.redis_client import get_redis
 from ..stats.forms import PRESETS, PeriodForm
+from ..web.errors import bad_request
 from . import selectors
 from .forms import AllocationChartForm, GroupFilterForm, LagChartForm
 

@@ -8,10 +8,10 @@ import dataclasses
 
 from django.http import Http404, JsonResponse
 
-from ..errors import json_error
 from ..identity import api_view, may_read_bodies, scope_of, visible_cluster, visible_clusters
-from ..inputs import encode_cursor
 from ..rocketmq import RocketMQError
+from ..web.errors import json_error
+from ..web.inputs import encode_cursor
 from . import lookup, services
 from .forms import FindForm
 from .views import locate

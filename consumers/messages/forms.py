@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import EARLIEST_MS, AsciiDateTimeField, AsciiIntegerField, decode_cursor, moment_problem, text_problem
 from ..models import Cluster
+from ..web.inputs import EARLIEST_MS, AsciiDateTimeField, AsciiIntegerField, decode_cursor, moment_problem, text_problem
 
 # the broker's TopicValidator: these characters, 127 long (255 for %RETRY% and %DLQ% in 5.x)
 TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,255}")

@@ -15,8 +15,8 @@ from django.utils.translation import gettext as _
 from ..clusters.connect import run_on_cluster
 from ..dlq import selectors as dlq_selectors
 from ..identity import EVERYTHING, Scope
+from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from ..redis_client import get_redis
 from ..rocketmq import TopicNotFound
 from ..rocketmq.ops.messages import Located
 from ..skips import selectors as skip_selectors

@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 
 from ..dlq.browse import body_views
 from ..identity import cluster_or_404, console_page, may_read_bodies, scope_of, visible_clusters
-from ..inputs import encode_cursor, text_problem
 from ..rocketmq import RocketMQError
+from ..web.inputs import encode_cursor, text_problem
 from . import lookup, services
 from .forms import MAX_OFFSET, TOPIC_NAME, FindForm
 from .verdicts import LABELS

@@ -16,9 +16,9 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from ..changes.models import ChangeRequest
 from ..dlq.models import RedriveJob
 from ..identity import EVERYTHING, Scope, api_view, scope_of, within
+from ..jobs.redis_client import get_redis
 from ..live import selectors, snapshots
 from ..models import Cluster
-from ..redis_client import get_redis
 from .exposition import Snapshot, cluster_families, group_text, job_families
 
 # the text format every Prometheus 2.x reads (our names need nothing of the newer one)

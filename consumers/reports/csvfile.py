@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.utils.translation import gettext
 
-from ..csvstream import csv_writer
+from ..web.csvstream import csv_writer
 from .content import DETAIL_COLUMNS, ReportContent
 
 

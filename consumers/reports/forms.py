@@ -8,7 +8,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import DateInput
+from ..web.inputs import DateInput
 from .content import ReportSpec
 from .models import Report
 

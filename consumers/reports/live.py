@@ -14,11 +14,11 @@ from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 from openpyxl import Workbook
 
-from ..csvstream import BOM, csv_writer
 from ..identity import EVERYTHING, Scope
 from ..languages.evidence import translate_evidence
 from ..live import snapshots
 from ..models import Cluster
+from ..web.csvstream import BOM, csv_writer
 from .csvfile import cell
 from .xlsx import write_sheet
 

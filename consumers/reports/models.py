@@ -49,7 +49,7 @@ class Report(models.Model):
     stage = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    run_token = models.CharField(max_length=64, blank=True)  # see consumers/claims.py
+    run_token = models.CharField(max_length=64, blank=True)  # see consumers/jobs/claims.py
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField()
     files = models.JSONField(default=dict)  # format -> file name under REPORT_DIR/<id>/
@@ -61,7 +61,7 @@ class Report(models.Model):
     # files_attempt: the one that wrote the files (None: none)
     attempt = models.PositiveIntegerField(default=0)
     files_attempt = models.PositiveIntegerField(null=True, blank=True)
-    # the latest attempt's chromium, killed by a take-over if still running (consumers/jobprocess.py)
+    # the latest attempt's chromium, killed by a take-over if still running (consumers/jobs/processes.py)
     process_pid = models.IntegerField(null=True, blank=True)
     process_started = models.BigIntegerField(null=True, blank=True)  # /proc/<pid>/stat start time
 
@@ -73,7 +73,7 @@ class Report(models.Model):
 
     @property
     def silent_since(self):
-        """When its worker last reported, if it went silent (consumers/claims.py)."""
-        from ..claims import silent_since
+        """When its worker last reported, if it went silent (consumers/jobs/claims.py)."""
+        from ..jobs.claims import silent_since
 
         return silent_since(self) if self.state == self.State.RUNNING else None

@@ -21,7 +21,7 @@ import plotly
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from .. import jobprocess
+from ..jobs import processes
 from ..stats import charts
 from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent, granularity_text, has_statistics
 
@@ -124,10 +124,10 @@ def render_html(content: ReportContent, title: str) -> str:
     )
 
 
-def write_pdf(content: ReportContent, path: Path, *, title: str, owner: jobprocess.Owner | None = None) -> None:
+def write_pdf(content: ReportContent, path: Path, *, title: str, owner: processes.Owner | None = None) -> None:
     """Print the report to `path`. Its HTML, chromium's profile and output sit beside it (a build
     gives each attempt a folder of its own). `owner`: the report build chromium is recorded on,
-    so a take-over kills it (consumers/jobprocess.py); it dies with the worker in any case."""
+    so a take-over kills it (consumers/jobs/processes.py); it dies with the worker in any case."""
     html, log_path = path.with_suffix(".html"), path.with_suffix(".chromium.log")
     html.write_text(render_html(content, title), encoding="utf-8")
     try:
@@ -136,7 +136,7 @@ def write_pdf(content: ReportContent, path: Path, *, title: str, owner: jobproce
                        f"--print-to-pdf={path}", "--virtual-time-budget=30000", html.as_uri()]  # fmt: skip
             # a file, not a pipe: nobody reads while waiting, and a renderer keeping it open would hold us
             with open(log_path, "wb") as log:
-                returncode = jobprocess.run(owner, command, timeout=settings.REPORT_PDF_TIMEOUT,
+                returncode = processes.run(owner, command, timeout=settings.REPORT_PDF_TIMEOUT,
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         tail = log_path.read_text(errors="replace")[-2000:]
     except FileNotFoundError:

@@ -27,8 +27,9 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
-from .. import audit, claims, jobprocess
+from .. import audit
 from ..identity import scope_from_wire, scope_to_wire
+from ..jobs import claims, processes
 from ..languages.preferences import by_language, language_for_address, language_for_user
 from ..models import Cluster
 from .content import ReportSpec, build_content, granularity_text, periods_of, spec_rows
@@ -214,7 +215,7 @@ def _build(report: Report, token: str) -> Report:
     work = None
     try:
         # a take-over starts the build again as a new attempt, once the earlier one's chromium is dead
-        report.attempt = jobprocess.begin_attempt(Report, report.pk, token)
+        report.attempt = processes.begin_attempt(Report, report.pk, token)
         for left in directory.glob("attempt-*"):  # earlier attempts' (their worker died)
             shutil.rmtree(left, ignore_errors=True)
         # the attempt's files are written in its own folder and moved into place when it ends
@@ -227,7 +228,7 @@ def _build(report: Report, token: str) -> Report:
             progress(30 + index * step, gettext("writing %(format)s") % {"format": fmt.upper()})
             name = file_name(report, fmt)
             if fmt == "pdf":
-                write_pdf(content, work / name, title=report.title, owner=jobprocess.Owner(Report, report.pk, token))
+                write_pdf(content, work / name, title=report.title, owner=processes.Owner(Report, report.pk, token))
             else:
                 WRITERS[fmt](content, work / name)
             files[fmt] = name
@@ -237,7 +238,7 @@ def _build(report: Report, token: str) -> Report:
         shares = [share for share in content.coverage.values() if share is not None]
         report.coverage = min(shares) if shares else None
         report.state, report.progress, report.stage = Report.State.READY, 100, "ready"
-    except jobprocess.Superseded:  # taken over: the attempt that took it ends it
+    except processes.Superseded:  # taken over: the attempt that took it ends it
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
         return Report.objects.get(pk=report.pk)
@@ -263,8 +264,8 @@ def give_up(report_id: int, token: str, why: str) -> None:
     """End a build killed at its time limit (claims.requeue_silent): failed, with why, its
     chromium killed if it outlived its worker (one that does not die: the next housekeeping)."""
     try:
-        jobprocess.stop_recorded(Report, report_id)
-    except jobprocess.StillRunning as exc:
+        processes.stop_recorded(Report, report_id)
+    except processes.StillRunning as exc:
         log.error("report #%s not ended: %s", report_id, exc)
         return
     Report.objects.filter(pk=report_id, run_token=token).update(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from .. import claims
+from ..jobs import claims
 from .models import Report
 
 
@@ -38,7 +38,7 @@ def _give_up(report_id: int, token: str, why: str) -> None:
     give_up(report_id, token, why)
 
 
-# a run whose worker went silent is taken over by the next build_report (consumers/claims.py)
+# a run whose worker went silent is taken over by the next build_report (consumers/jobs/claims.py)
 # (one killed at the task's hard limit would only start over and be killed again: it is ended)
 claims.register(Report, running=Report.State.RUNNING, requeue=lambda pk: build_report.delay(pk),
                 hard_limit=lambda: build_report.time_limit, give_up=_give_up)  # fmt: skip

@@ -13,10 +13,10 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from .. import audit
-from ..csvstream import attachment
-from ..errors import bad_request
 from ..identity import console_action, console_page, remote_addr, scope_of, visible_clusters
-from ..redis_client import get_redis
+from ..jobs.redis_client import get_redis
+from ..web.csvstream import attachment
+from ..web.errors import bad_request
 from . import live, services
 from .forms import LiveReportForm, ReportForm
 from .models import Report

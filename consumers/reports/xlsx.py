@@ -18,7 +18,7 @@ from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
-from ..csvstream import safe_cell
+from ..web.csvstream import safe_cell
 from .content import DETAIL_COLUMNS, SUMMARY_COLUMNS, ReportContent, granularity_text
 
 NUMBER_FORMATS = {"int": "#,##0", "float": "#,##0.0", "percent": "0.0%", "period": "yyyy-mm-dd", "text": "@",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext_noop
 
+from ..languages.evidence import register_formats
+
 
 @dataclass(frozen=True)
 class Defect:
@@ -98,3 +100,4 @@ UNDO_NOTE = gettext_noop(
 )
 
 WARNING_FORMATS = (KNOWN_DEFECT, VERSION_UNKNOWN, IN_FLIGHT_NOTE, UNDO_NOTE, *(d.text for d in DEFECTS))
+register_formats(*WARNING_FORMATS)

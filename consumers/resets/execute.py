@@ -31,10 +31,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .. import audit, claims
+from .. import audit
 from ..changes.models import ChangeRequest, State
 from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster
+from ..jobs import claims
+from ..languages.evidence import register_formats
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import MessageQueue
 from . import effect
@@ -271,6 +273,7 @@ POP_CONSUMERS = gettext_noop("POP consumers")
 POP_OR_DEFECT = gettext_noop("POP consumers, or the reset did not take (%(defects)s)")
 NOTE_FORMATS = (HOLDS_TARGET, CONSUMED_SINCE, CONSUMED_AFTER, OVERWRITTEN, HOLDS_OTHER, WENT_BACK, A_CLIENT,
                 POP_CONSUMERS, POP_OR_DEFECT)  # fmt: skip
+register_formats(*NOTE_FORMATS)
 
 
 def _check(row: dict, target: int, now: int | None, result: dict, holders: dict[str, tuple[str, bool]]) -> dict:

@@ -7,7 +7,7 @@ import datetime as dt
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiDateTimeField, AsciiIntegerField, is_ascii_int, read_int
+from ..web.inputs import AsciiDateTimeField, AsciiIntegerField, is_ascii_int, read_int
 from .strategies import OFFSET_RANGE, SHIFT_RANGE, STRATEGIES
 
 

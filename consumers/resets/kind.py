@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .. import claims
-from ..apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
 from ..changes import kinds, notify
+from ..changes.guards import ChangeRefused
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
-from ..core import ChangeRefused
+from ..jobs import claims
+from ..web.apischema import JAVA_LONG_MAX, Bool, Choice, Int, List, Map, Obj, Str
 from . import services
 from .execute import execute_reset
 from .strategies import OFFSET_RANGE, SHIFT_RANGE, STRATEGIES, InvalidReset

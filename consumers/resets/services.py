@@ -7,9 +7,9 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from ..changes import notify, workflow
+from ..changes.guards import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..changes.models import ChangeRequest, State
 from ..clusters.connect import run_on_cluster
-from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..identity import REQUEST, VIEW
 from ..models import Cluster
 from ..rocketmq import RocketMQError
@@ -34,9 +34,9 @@ def preview(cluster: Cluster, group: str, params: dict) -> dict:
 def _unreadable(cluster: Cluster, group: str, plan: dict) -> list[dict]:
     """Brokers holding (as far as the console knows) queues of this reset that the read did not
     reach, with the queues the last poll saw there."""
+    from ..jobs.redis_client import get_redis
     from ..live import selectors
     from ..models import KnownBroker
-    from ..redis_client import get_redis
 
     topics = {row["topic"] for row in plan["rows"]}
     found = {entry["broker"]: dict(entry, since=None, queues=[]) for entry in plan["unreadable"].values()}

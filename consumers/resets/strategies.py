@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from ..apischema import JAVA_LONG_MAX
-from ..inputs import moment_problem, range_problem
+from ..web.apischema import JAVA_LONG_MAX
+from ..web.inputs import moment_problem, range_problem
 
 # The one range of each number a reset takes, for the API (kind.API_PARAMS), the form
 # (forms.ResetForm) and validate_params alike: offsets are Java longs on the broker, and a shift

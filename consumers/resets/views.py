@@ -8,10 +8,10 @@ import time
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy as _
 
-from ..core import Actor, ChangeRefused
+from ..changes.guards import Actor, ChangeRefused
 from ..identity import cluster_or_404, console_action, console_page, remote_addr, scope_of
+from ..jobs.redis_client import get_redis
 from ..live import selectors
-from ..redis_client import get_redis
 from ..rocketmq import RocketMQError
 from . import services
 from .forms import ResetForm

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiIntegerField
+from ..web.inputs import AsciiIntegerField
 from .services import MAX_MESSAGES
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import claims
 from ..changes import kinds, workflow
+from ..changes.guards import ChangeRefused
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
-from ..core import ChangeRefused
+from ..jobs import claims
 from ..resets import kind as reset_kind
 from ..resets import services as resets
 from ..resets.strategies import InvalidReset

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from ..apischema import JAVA_LONG_MAX, Bool, Int, Obj, Str
 from ..changes import notify, workflow
+from ..changes.guards import Actor, require_reason, require_role, require_writable
 from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..core import Actor, require_reason, require_role, require_writable
 from ..identity import REQUEST
 from ..messages import lookup
 from ..models import Cluster
@@ -38,6 +37,7 @@ from ..rocketmq import AdminClient, RocketMQError, TopicNotFound
 from ..rocketmq.codes import Perm, dlq_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing, TopicConfig
+from ..web.apischema import JAVA_LONG_MAX, Bool, Int, Obj, Str
 
 # a skip is for the message(s) a group is stuck on, not a way round the reset's review
 MAX_MESSAGES = 10

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from ..core import Actor, ChangeRefused
+from ..changes.guards import Actor, ChangeRefused
 from ..dlq.browse import body_views
 from ..identity import cluster_or_404, console_action, console_page, may_read_bodies, remote_addr
 from ..messages import lookup

@@ -8,7 +8,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import DateInput, add_range_problems
+from ..web.inputs import DateInput, add_range_problems
 
 PRESETS = (7, 30, 90)
 MAX_RANGE_DAYS = 366

@@ -32,7 +32,7 @@ class StatsRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    run_token = models.CharField(max_length=64, blank=True)  # see consumers/claims.py
+    run_token = models.CharField(max_length=64, blank=True)  # see consumers/jobs/claims.py
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     input_rows = models.BigIntegerField(null=True, blank=True)
     output_rows = models.BigIntegerField(null=True, blank=True)
@@ -44,7 +44,7 @@ class StatsRun(models.Model):
     # output_attempt: the one whose rows were loaded (None: none)
     attempt = models.PositiveIntegerField(default=0)
     output_attempt = models.PositiveIntegerField(null=True, blank=True)
-    # the latest attempt's spark-submit, killed by a take-over if still running (consumers/jobprocess.py)
+    # the latest attempt's spark-submit, killed by a take-over if still running (consumers/jobs/processes.py)
     process_pid = models.IntegerField(null=True, blank=True)
     process_started = models.BigIntegerField(null=True, blank=True)  # /proc/<pid>/stat start time
 
@@ -57,8 +57,8 @@ class StatsRun(models.Model):
 
     @property
     def silent_since(self):
-        """When its worker last reported, if it went silent (consumers/claims.py)."""
-        from ..claims import silent_since
+        """When its worker last reported, if it went silent (consumers/jobs/claims.py)."""
+        from ..jobs.claims import silent_since
 
         return silent_since(self) if self.state == self.State.RUNNING else None
 

@@ -2,13 +2,13 @@
 log, load its small per-day rows into the database, record how it went.
 
 `request_run` validates and claims (cluster, day) pairs in one transaction: RunDay's unique
-constraint refuses a run that overlaps one still claimed. `execute_run` claims the run (consumers/claims.py),
+constraint refuses a run that overlaps one still claimed. `execute_run` claims the run (consumers/jobs/claims.py),
 so a task delivered twice runs it once and a run whose worker died is taken over; the claim is
 released when the run ends, whatever the outcome. A run still "running" (its worker died) or
 still "queued" (no worker took it) past STATS_RUN_TIME_LIMIT is failed and released by
 `release_abandoned`.
 
-Each run of the job is an attempt (consumers/jobprocess.py): its spark-submit dies with its
+Each run of the job is an attempt (consumers/jobs/processes.py): its spark-submit dies with its
 worker, a take-over kills it if it did not before starting its own, and it has its own folder
 (params, summary, log); the run names the attempt whose rows it loaded.
 """
@@ -29,8 +29,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from .. import claims, jobprocess
 from ..changes.models import ChangeRequest, State
+from ..jobs import claims, processes
 from ..live.config import history_store
 from ..models import Cluster, HealthOverride
 from . import gaps
@@ -164,7 +164,7 @@ def execute_run(run_id: int) -> StatsRun:
     if claimed is None:
         return run  # a second delivery of the same task, or a live worker has it
     # the job is idempotent (a computed day is a day replaced): a taken-over run starts again,
-    # as a new attempt, once the spark-submit of the attempt it replaces is dead (jobprocess)
+    # as a new attempt, once the spark-submit of the attempt it replaces is dead (jobs/processes.py)
     with claims.beating(StatsRun, run.pk, claimed.token):
         return _execute(run, claimed.token)
 
@@ -177,7 +177,7 @@ def attempt_dir(run: StatsRun, attempt: int | None = None) -> Path:
 def _execute(run: StatsRun, token: str) -> StatsRun:
     log_path = None
     try:
-        run.attempt = jobprocess.begin_attempt(StatsRun, run.pk, token)  # Superseded: _finish ends nothing
+        run.attempt = processes.begin_attempt(StatsRun, run.pk, token)  # Superseded: _finish ends nothing
         directory = attempt_dir(run)
         directory.mkdir(parents=True, exist_ok=True)
         params_path, summary_path = directory / "params.json", directory / "summary.json"
@@ -196,8 +196,8 @@ def _execute(run: StatsRun, token: str) -> StatsRun:
             return _finish(run, failed=_nothing_computed(skipped), token=token)
         params_path.write_text(json.dumps(params, indent=1))
         with open(log_path, "wb") as out:
-            returncode = jobprocess.run(
-                jobprocess.Owner(StatsRun, run.pk, token),
+            returncode = processes.run(
+                processes.Owner(StatsRun, run.pk, token),
                 spark_command(params_path, summary_path),
                 timeout=settings.STATS_RUN_TIME_LIMIT,
                 stdout=out,
@@ -276,8 +276,8 @@ def _stopped(run_id: int) -> bool:
     """Whether no process of the run runs any more (killed if one did): its days may be freed.
     One that did not die is left running, its days kept; the next housekeeping tries again."""
     try:
-        jobprocess.stop_recorded(StatsRun, run_id)
-    except jobprocess.StillRunning as exc:
+        processes.stop_recorded(StatsRun, run_id)
+    except processes.StillRunning as exc:
         log.error("statistics run #%s not ended: %s", run_id, exc)
         return False
     return True

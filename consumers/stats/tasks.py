@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from .. import claims
+from ..jobs import claims
 from .models import StatsRun
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _give_up(run_id: int, token: str, why: str) -> None:
     give_up(run_id, token, why)
 
 
-# a run whose worker went silent is taken over by the next run_statistics (consumers/claims.py)
+# a run whose worker went silent is taken over by the next run_statistics (consumers/jobs/claims.py)
 # (one killed at the task's hard limit would only start over and be killed again: it is ended)
 claims.register(StatsRun, running=StatsRun.State.RUNNING, requeue=lambda pk: run_statistics.delay(pk),
                 hard_limit=lambda: run_statistics.time_limit, give_up=_give_up)  # fmt: skip

@@ -10,9 +10,9 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
-from ..errors import bad_request
 from ..identity import REQUEST, VIEW, cluster_or_404, console_action, console_page, scope_of, visible_clusters, within
-from ..inputs import read_int
+from ..web.errors import bad_request
+from ..web.inputs import read_int
 from . import charts, selectors
 from .forms import PRESETS, PeriodForm, RunForm
 from .models import StatsRun

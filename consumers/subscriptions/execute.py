@@ -1,7 +1,7 @@
 """Carry out an approved subscription config change once, then read it back.
 
 Claimed like every change (approved -> running with the run's token; a silent worker's run is
-taken over: consumers/claims.py). The values each broker had are recorded for every broker
+taken over: consumers/jobs/claims.py). The values each broker had are recorded for every broker
 before the first write, and a take-over keeps that first reading, so an undo restores what was
 there before the change, never the change itself. Writing a config is idempotent: a broker
 written but not recorded before a crash is written again with the same values.
@@ -19,10 +19,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .. import audit, claims
+from .. import audit
 from ..changes.models import ChangeRequest, State
 from ..changes.workflow import SYSTEM, transition
 from ..clusters.connect import run_on_cluster
+from ..jobs import claims
+from ..languages.evidence import register_formats
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import SubscriptionGroupConfig
 from .services import read_configs
@@ -99,6 +101,7 @@ HOLDS_OTHER = gettext_noop("holds other values")
 CONFIG_GONE = gettext_noop("the group's config is gone")
 CONFIG_GONE_HERE = gettext_noop("the group's config is gone from this broker")
 NOTE_FORMATS = (HOLDS_NEW, HOLDS_OTHER, CONFIG_GONE, CONFIG_GONE_HERE)
+register_formats(*NOTE_FORMATS)
 
 
 def _check(row: dict, found: dict) -> dict:

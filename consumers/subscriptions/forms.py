@@ -6,7 +6,7 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from ..inputs import AsciiIntegerField
+from ..web.inputs import AsciiIntegerField
 from .services import EDITABLE
 
 UNCHANGED = [("", _("as it is")), ("true", "true"), ("false", "false")]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import claims
-from ..apischema import Bool, Int, Obj
 from ..changes import kinds, notify
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
+from ..jobs import claims
+from ..web.apischema import Bool, Int, Obj
 from . import services
 from .execute import execute_config
 

@@ -23,9 +23,9 @@ from django.utils.translation import gettext_noop
 
 from ..changes import notify, workflow
 from ..changes import services as changes
+from ..changes.guards import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..core import Actor, ChangeRefused, require_reason, require_role, require_writable
 from ..identity import REQUEST
 from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError

@@ -8,10 +8,10 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from ..core import Actor, ChangeRefused
-from ..errors import json_error
+from ..changes.guards import Actor, ChangeRefused
 from ..identity import api_view, cluster_or_404, console_action, console_page, remote_addr, scope_of, visible_clusters
 from ..rocketmq import RocketMQError
+from ..web.errors import json_error
 from . import services
 from .forms import ConfigForm, PauseForm
 

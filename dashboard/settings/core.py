@@ -52,10 +52,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "consumers.middleware.ServerTimingMiddleware",
-    "consumers.middleware.ContentSecurityPolicyMiddleware",
+    "consumers.web.middleware.ServerTimingMiddleware",
+    "consumers.web.middleware.ContentSecurityPolicyMiddleware",
     # no-store on what signed-in users see; outside auth, so it reads the user the view settled on
-    "consumers.middleware.NoStoreMiddleware",
+    "consumers.web.middleware.NoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # static files from the web server itself (no separate file server needed)
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -76,10 +76,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Redis down: 503 with the console's page or JSON under /api/, instead of a 500
-    "consumers.middleware.RedisUnavailableMiddleware",
+    "consumers.web.middleware.RedisUnavailableMiddleware",
     # the database down: the same, for errors raised by views (errors.handle_500 answers for
     # those raised by the middleware above, the session's and the user's lookups among them)
-    "consumers.middleware.DatabaseUnavailableMiddleware",
+    "consumers.web.middleware.DatabaseUnavailableMiddleware",
     # last: turns a login refused by django-axes into the lockout answer (AXES_LOCKOUT_CALLABLE)
     "axes.middleware.AxesMiddleware",
 ]

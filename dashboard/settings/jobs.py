@@ -37,7 +37,7 @@ CELERY_BROKER_RECONNECT_MAX_SECONDS = env.int("CELERY_BROKER_RECONNECT_MAX_SECON
 CELERY_BROKER_GIVE_UP_SECONDS = env.int("CELERY_BROKER_GIVE_UP_SECONDS", 900)
 CELERY_WORKER_CONSUMER = "dashboard.celery:ReconnectingConsumer"
 # When the connection is lost, tasks already running go on to their end (Celery's default, kept
-# on purpose): every long task holds a claim (consumers/claims.py), so the copy Redis delivers
+# on purpose): every long task holds a claim (consumers/jobs/claims.py), so the copy Redis delivers
 # again after the outage finds the job done or still beating and runs nothing twice, while
 # cancelling them would cut a redrive or a statistics run off in the middle for nothing.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False

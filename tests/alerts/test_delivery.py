@@ -137,7 +137,7 @@ def test_without_a_base_url_no_message_links_anywhere_and_each_says_why(east, re
 
 
 def test_the_system_check_warns_in_production_when_the_base_url_is_unset_or_not_a_url(settings):
-    from consumers.checks import console_base_url
+    from consumers.web.checks import console_base_url
 
     settings.DEBUG, settings.CONSOLE_BASE_URL = False, ""
     assert [m.id for m in console_base_url()] == ["consumers.W001"]

@@ -12,7 +12,7 @@ from django.db import close_old_connections
 from consumers.alerts import evaluate, silences
 from consumers.alerts import tasks as alert_tasks
 from consumers.alerts.models import Alert, Delivery
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.live import snapshots
 from consumers.live.publish import publish_failure
 from tests.alerts.conftest import make_channel, make_rule

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from consumers.alerts.models import Alert, Silence
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from tests.alerts.conftest import make_channel, make_rule
 from tests.support.published import group, publish
 

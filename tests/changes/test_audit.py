@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from consumers import audit
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_every_role_reads_the_log_and_the_csv_equals_the_page(events, viewer_cli
 
 
 def test_the_filter_s_dates_lie_between_2000_and_today(events, viewer_client):
-    """As every time typed in the console (consumers/inputs.when_problem): since from 2000-01-01
+    """As every time typed in the console (consumers/web/inputs.when_problem): since from 2000-01-01
     to today (UTC), until up to a day ahead; anything else is a 400 naming the field, for the
     page and the CSV alike."""
     today = timezone.now().date()

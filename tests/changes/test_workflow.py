@@ -11,8 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from consumers.audit.models import AuditEvent
 from consumers.changes import workflow
-from consumers.changes.models import AuditEvent, ChangeRequest, State
+from consumers.changes.models import ChangeRequest, State
 from consumers.changes.workflow import Actor, ChangeRefused
 from consumers.models import Cluster
 

@@ -8,9 +8,9 @@ import datetime as dt
 
 import pytest
 
-from consumers.apischema import SchemaError
 from consumers.dlq.api import REDRIVE, SELECTION
 from consumers.dlq.forms import DlqFilterForm, RedriveForm
+from consumers.web.apischema import SchemaError
 
 NOW = dt.datetime.now(dt.UTC)
 TOMORROW = (NOW + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")  # a few seconds less than a day ahead

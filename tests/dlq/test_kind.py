@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 
 from consumers.changes import tasks, workflow
+from consumers.changes.guards import Actor
 from consumers.changes.models import ChangeRequest, State
 from consumers.changes.services import decide
-from consumers.core import Actor
 from consumers.dlq import redrive, runner
 from consumers.dlq.ending import request_state_for
 from consumers.dlq.models import RedriveJob
@@ -155,7 +155,7 @@ def test_a_soft_time_limit_landing_while_the_job_ends_still_ends_it_and_its_requ
     the job's row said done and before its request was ended, which then stayed running."""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from consumers.changes.models import AuditEvent
+    from consumers.audit.models import AuditEvent
 
     with django_capture_on_commit_callbacks(execute=True):
         job = _approve(waiting, personas, queued)

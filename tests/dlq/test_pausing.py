@@ -10,11 +10,11 @@ import re
 import pytest
 from django.utils import timezone
 
-from consumers import claims
+from consumers.changes.guards import ChangeRefused
 from consumers.changes.workflow import Actor
-from consumers.core import ChangeRefused
 from consumers.dlq import redrive, runner
 from consumers.dlq.models import RedriveJob
+from consumers.jobs import claims
 from consumers.models import Cluster
 
 

@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.db import connection
 
-from consumers.core import Actor
+from consumers.changes.guards import Actor
 from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
 from consumers.dlq.models import RedriveJob

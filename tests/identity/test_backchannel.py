@@ -15,7 +15,7 @@ from django.test import Client
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity import create_token, oidc
 from consumers.identity.backchannel import EVENT
 from consumers.identity.models import IdpAccount, IdpSession

@@ -11,8 +11,9 @@ import threading
 
 import pytest
 
+from consumers.audit.models import AuditEvent
 from consumers.changes import workflow
-from consumers.changes.models import AuditEvent, ChangeRequest
+from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor
 from consumers.identity import access, create_token
 from consumers.models import Cluster

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from consumers.audit import record
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity import EVERY, REQUEST, VIEW, Grant, PatternError, Scope, patterns, scope_of, scope_q
 from consumers.identity.grants import rules_for
 from consumers.identity.scope import Rule

@@ -21,7 +21,7 @@ from django.contrib.auth.models import Group
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity import Grant, IdpAccount, create_token, oidc
 from consumers.models import Cluster
 from devstack.keycloak import realm

@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from tests.conftest import PASSWORD
 
 CLOSED_ISSUER = "http://127.0.0.1:1/realms/console"

@@ -16,10 +16,10 @@ from django.contrib.auth.models import Group
 from django.urls import get_resolver
 
 from consumers.audit import record
+from consumers.audit.models import AuditEvent
 from consumers.changes import workflow
-from consumers.changes.models import AuditEvent
+from consumers.changes.guards import ChangeRefused
 from consumers.changes.workflow import Actor
-from consumers.core import ChangeRefused
 from consumers.identity import Grant
 from consumers.live.documents import ProxyState
 from consumers.models import Cluster

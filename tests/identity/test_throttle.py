@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity.lockout import client_ip_behind_one_proxy, describe, lockout_response
 from tests.conftest import PASSWORD
 

@@ -230,9 +230,9 @@ def read_offsets(small) -> dict[tuple[str, int], int]:
 def test_a_reset_while_a_broker_hangs_names_it_needs_the_choice_and_ends_partial(
     cluster, redis, small, personas, settings
 ):
+    from consumers.changes.guards import Actor, ChangeRefused
     from consumers.changes.models import State
     from consumers.changes.workflow import approve
-    from consumers.core import Actor, ChangeRefused
     from consumers.resets import execute
     from consumers.resets.services import request_reset, undo
 
@@ -310,10 +310,10 @@ def stored_in(small, topic: str) -> dict[str, int]:
 def test_a_redrive_while_a_dlq_broker_hangs_names_it_needs_the_choice_and_ends_partial(
     cluster, redis, small, personas, settings, monkeypatch, django_capture_on_commit_callbacks, viewer_client
 ):
+    from consumers.changes.guards import Actor, ChangeRefused
     from consumers.changes.models import State
     from consumers.changes.tasks import execute_change
     from consumers.changes.workflow import approve
-    from consumers.core import Actor, ChangeRefused
     from consumers.dlq import redrive, runner
     from consumers.dlq.browse import Selection
     from consumers.rocketmq.codes import dlq_topic
@@ -370,9 +370,9 @@ def test_with_a_broker_killed_a_reset_and_a_redrive_name_it_end_partial_and_leav
 ):
     """The issue's scenario: broker-b SIGKILLed (gone from the name server, known to the console).
     Oracle for "left as it was": broker-b's committed offsets and DLQ read after it returns."""
+    from consumers.changes.guards import Actor, ChangeRefused
     from consumers.changes.models import State
     from consumers.changes.workflow import approve
-    from consumers.core import Actor, ChangeRefused
     from consumers.dlq import redrive, runner
     from consumers.dlq.browse import Selection
     from consumers.resets import execute

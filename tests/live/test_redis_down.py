@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from consumers import redis_client
+from consumers.jobs import redis_client
 from consumers.models import Cluster
 from devstack.processes import free_port
 from devstack.redis import LocalRedis

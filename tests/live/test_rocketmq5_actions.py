@@ -31,9 +31,9 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 def test_a_reset_of_a_grpc_group_is_previewed_online_and_verified_by_what_the_client_received(
     cluster, redis, proxy, mqadmin, traffic, names, personas, settings
 ):
+    from consumers.changes.guards import Actor
     from consumers.changes.models import State
     from consumers.changes.workflow import approve
-    from consumers.core import Actor
     from consumers.resets import execute
     from consumers.resets.services import request_reset
 
@@ -99,7 +99,7 @@ def test_a_grpc_groups_dead_letters_show_their_topic_and_true_deliveries_and_are
     assert f'data-group="{group}"' in page and "gRPC SimpleConsumer (POP, via proxy)" in page
 
     # back to this group: POP consumers never read %RETRY%{group}, and nothing reaches them alone
-    from consumers.core import Actor, ChangeRefused
+    from consumers.changes.guards import Actor, ChangeRefused
     from consumers.dlq import redrive, runner
     from consumers.dlq.browse import Selection
 
@@ -164,9 +164,9 @@ def test_a_reset_of_a_slow_simple_consumer_to_earliest_is_done_and_the_client_re
     """A SimpleConsumer acking one message in three (the rest in flight for 60 s). After a reset
     to earliest the request ends done, verified from the consumer's side (its popped position
     moved on from 0), and the client's own count shows every message delivered again."""
+    from consumers.changes.guards import Actor
     from consumers.changes.models import State
     from consumers.changes.workflow import approve
-    from consumers.core import Actor
     from consumers.resets import execute
     from consumers.resets.defects import IN_FLIGHT_NOTE
     from consumers.resets.services import request_reset

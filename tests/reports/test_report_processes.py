@@ -1,4 +1,4 @@
-"""One chromium per report build (consumers/jobprocess.py): the real chromium, with every
+"""One chromium per report build (consumers/jobs/processes.py): the real chromium, with every
 process it starts, dies with the worker that started it; a take-over kills the chromium an
 earlier attempt recorded before it builds in a folder of its own, and the report names the
 attempt that wrote its files."""
@@ -17,7 +17,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from consumers import claims, jobprocess
+from consumers.jobs import claims
+from consumers.jobs import processes as jobprocess
 from consumers.models import Cluster
 from consumers.reports import services
 from consumers.reports.content import ReportSpec
@@ -43,7 +44,7 @@ def group_members(pgid: int) -> set[int]:
 
 WORKER = textwrap.dedent("""
     import subprocess, sys, time
-    from consumers import jobprocess
+    from consumers.jobs import processes as jobprocess
 
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage"]
     command = [sys.argv[1], *flags, f"--user-data-dir={sys.argv[2]}", "--remote-debugging-port=0", "about:blank"]

@@ -16,7 +16,7 @@ from django.core import mail
 from django.utils import timezone
 from openpyxl import load_workbook
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.models import Cluster
 from consumers.reports import services
 from consumers.reports.content import ReportSpec

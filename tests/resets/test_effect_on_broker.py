@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
+from consumers.changes.guards import ChangeRefused
 from consumers.changes.models import State
 from consumers.changes.workflow import Actor, approve
-from consumers.core import ChangeRefused
 from consumers.resets import execute
 from consumers.resets.services import request_reset
 from consumers.rocketmq import AdminClient

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from consumers.apischema import SchemaError
 from consumers.resets.forms import ResetForm
 from consumers.resets.kind import API_PARAMS
 from consumers.resets.strategies import InvalidReset, validate_params
+from consumers.web.apischema import SchemaError
 
 LONG_MAX = 9_223_372_036_854_775_807  # 2^63 - 1, worked out by hand
 NOW = 1_700_000_000_000

@@ -14,7 +14,8 @@ import pytest
 from django.db import connection
 
 from consumers import audit
-from consumers.changes.models import AuditEvent, ChangeRequest, State
+from consumers.audit.models import AuditEvent
+from consumers.changes.models import ChangeRequest, State
 from consumers.changes.workflow import Actor, approve
 from consumers.models import Cluster
 from consumers.resets import execute

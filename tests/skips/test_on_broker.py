@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
+from consumers.audit.models import AuditEvent
 from consumers.changes import kinds
-from consumers.changes.models import AuditEvent, State
+from consumers.changes.models import State
 from consumers.changes.workflow import Actor, approve
 from consumers.models import Cluster
 from consumers.rocketmq.codes import dlq_topic

@@ -1,4 +1,4 @@
-"""One process per statistics run (consumers/jobprocess.py), without Spark: a job's process dies
+"""One process per statistics run (consumers/jobs/processes.py), without Spark: a job's process dies
 with the worker that started it; a take-over kills the process an earlier attempt recorded,
 and only that process (same pid and start time); each attempt has its own folder and log, and
 the run names the attempt whose rows it loaded."""
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from consumers import claims, jobprocess
+from consumers.jobs import claims
+from consumers.jobs import processes as jobprocess
 from consumers.live.history import HistoryStore, MemoryOffsets
 from consumers.models import Cluster
 from consumers.stats.models import GroupDay, StatsRun
@@ -43,7 +44,7 @@ def alive(pid: int) -> bool:
 
 WORKER = textwrap.dedent("""
     import subprocess, sys, time
-    from consumers import jobprocess
+    from consumers.jobs import processes as jobprocess
 
     ours = jobprocess.launch(["sleep", "300"])
     plain = subprocess.Popen(["sleep", "300"])  # started as before: outlives us

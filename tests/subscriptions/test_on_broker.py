@@ -11,8 +11,9 @@ import time
 import pytest
 from django.urls import reverse
 
+from consumers.audit.models import AuditEvent
 from consumers.changes import kinds
-from consumers.changes.models import AuditEvent, ChangeRequest, State
+from consumers.changes.models import ChangeRequest, State
 from consumers.changes.tasks import execute_change
 from consumers.changes.workflow import Actor, approve
 from consumers.live import snapshots

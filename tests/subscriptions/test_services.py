@@ -8,9 +8,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from consumers.changes.guards import ChangeRefused
 from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor
-from consumers.core import ChangeRefused
 from consumers.models import Cluster
 from consumers.subscriptions import services
 

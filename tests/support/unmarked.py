@@ -44,7 +44,7 @@ SHOWN_ARGUMENTS = {
     # Django: a form's errors
     "ValidationError": [(0, "message")],
     "add_error": [(1, "error")],
-    # the 403 and 404 pages show what the view said (consumers/errors.py: _said)
+    # the 403 and 404 pages show what the view said (consumers/web/errors.py: _said)
     "PermissionDenied": [(0, None)],
     "Http404": [(0, None)],
     # the console's bad-request page

@@ -71,8 +71,8 @@ def build(redis, personas) -> World:
 
 def _changes(cluster, personas):
     from consumers.changes import workflow
+    from consumers.changes.guards import SYSTEM, Actor
     from consumers.changes.models import State
-    from consumers.core import SYSTEM, Actor
 
     operator, approver = Actor(personas["operator"], "10.0.0.1"), Actor(personas["approver"], "10.0.0.2")
     row = {"topic": "T", "broker": "broker-a", "queue_id": 0, "label": "T@broker-a#0", "min": 0, "max": 100,

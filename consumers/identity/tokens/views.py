@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ...inputs import AsciiIntegerField
+from ...web.inputs import AsciiIntegerField
 from ..access import console_action, console_page, remote_addr
 from ..grants import PatternError, patterns
 from ..roles import ROLES

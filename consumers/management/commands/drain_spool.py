@@ -6,10 +6,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from consumers.jobs.redis_client import get_redis
 from consumers.live.config import history_spool, history_store
 from consumers.live.spool import WRITE_ERRORS, HistorySpool, record_backlog
 from consumers.models import Cluster
-from consumers.redis_client import get_redis
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity import Grant, create_token, keycloak_admin, oidc, sessions
 from consumers.identity.accounts import update_groups
 from consumers.identity.models import IdpAccount

@@ -10,7 +10,7 @@ import re
 from axes.models import AccessAttempt
 from django.utils import timezone
 
-from consumers.changes.models import AuditEvent
+from consumers.audit.models import AuditEvent
 from consumers.identity import ApiToken
 
 

@@ -21,12 +21,12 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from . import redis_client
-from .errors import database_outage, database_unavailable_cause, note_database_answered, note_database_unavailable
-from .live import snapshots
-from .live.config import stale_after
-from .models import Cluster, KnownBroker
-from .redis_client import UNAVAILABLE, get_redis
+from ..jobs import redis_client
+from ..jobs.redis_client import UNAVAILABLE, get_redis
+from ..models import Cluster, KnownBroker
+from ..web.errors import database_outage, database_unavailable_cause, note_database_answered, note_database_unavailable
+from . import snapshots
+from .config import stale_after
 
 # When a web process saw Redis come back after failing (seconds since the epoch), for every
 # process to read: an outage that restarted nothing (the network, a hung or paused server)
@@ -62,7 +62,7 @@ def readyz(request):
 
 
 def _database_outage() -> dict:
-    """The database outage this process saw last and has not seen end (consumers/errors.py)."""
+    """The database outage this process saw last and has not seen end (consumers/web/errors.py)."""
     outage = database_outage()
     return {} if outage is None else {"database": "unavailable", "database_unavailable_since": outage.since.isoformat()}
 

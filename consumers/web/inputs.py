@@ -1,5 +1,5 @@
 """The rules every piece of text from outside meets before it is used: the API's schemas
-(consumers/apischema.py), the forms and the query strings all check through here, so a rule
+(consumers/web/apischema.py), the forms and the query strings all check through here, so a rule
 fixed once holds everywhere.
 
 - Text is valid Unicode: no lone UTF-16 surrogates (JSON can spell them, "\\ud800"; no database,

@@ -37,7 +37,7 @@ def require_role(
 ) -> None:
     """The actor holds `permission` (somewhere; with `cluster` and `group`, on that group): a
     group the actor cannot even see is refused as not found (its name does not leak)."""
-    from .identity import VIEW, scope_of
+    from ..identity import VIEW, scope_of
 
     scope = scope_of(actor.user)
     if cluster is None or not scope.may_somewhere(VIEW):  # no role at all: nothing to leak
@@ -77,7 +77,7 @@ def require_reason(reason: str | None, message: str | None = None) -> str:
 
 def require_topic(actor: Actor, permission: str, cluster, topic: str) -> None:
     """The actor holds `permission` on the topic (its grants' topic patterns)."""
-    from .identity import scope_of
+    from ..identity import scope_of
 
     if not scope_of(actor.user).may_topic(permission, getattr(cluster, "name", cluster), topic):
         raise ChangeRefused(_("writing to topic %(topic)s needs the operator role on it") % {"topic": topic}, 403)

@@ -21,7 +21,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.views import defaults
 
-from . import identity
+from .. import identity
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class DatabaseOutage:
         ) % {"since": since}
 
 
-# Since when is kept in this process's memory, as for Redis (consumers/redis_client.py): enough
+# Since when is kept in this process's memory, as for Redis (consumers/jobs/redis_client.py): enough
 # for the banner and /healthz. It ends when a connection to the database is made again (any
 # query after an outage opens a new one: Django drops a connection that failed) or /readyz's
 # query answers.
@@ -155,7 +155,7 @@ def note_database_answered(**kwargs) -> None:
         _outage = None
 
 
-connection_created.connect(note_database_answered, dispatch_uid="consumers.errors.database_answered")
+connection_created.connect(note_database_answered, dispatch_uid="consumers.web.errors.database_answered")
 
 
 def database_outage() -> DatabaseOutage | None:

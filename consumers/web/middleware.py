@@ -10,7 +10,7 @@ import time
 from django.conf import settings
 from django.shortcuts import render
 
-from . import redis_client
+from ..jobs import redis_client
 from .errors import database_unavailable, database_unavailable_cause, json_error
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class RedisUnavailableMiddleware:
 
 
 class DatabaseUnavailableMiddleware:
-    """503, never a 500, while the database does not answer (consumers/errors.py says what counts).
+    """503, never a 500, while the database does not answer (consumers/web/errors.py says what counts).
 
     This one answers for an error raised by a view; one raised by a middleware before the view
     (the session and the user are read there, before any view runs) goes to the 500 handler,

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Model
 
-from .changes.models import AuditEvent, AuditHead, ChangeRequest
+from .models import AuditEvent, AuditHead
 
 GENESIS = "0" * 64
 
@@ -51,7 +51,7 @@ def record(
     remote_addr: str = "",
     cluster: str = "",
     group: str = "",
-    change_request: ChangeRequest | None = None,
+    change_request: Model | None = None,
     details: dict | None = None,
 ) -> AuditEvent:
     """Append one event. Runs in (or opens) a transaction; appends are serialised on the head row."""

@@ -1,7 +1,7 @@
 """The one Redis connection of this process (settings.REDIS_URL), and whether Redis answers.
 
 Redis holds Celery's queue and the latest snapshot of every cluster. When it does not answer,
-the pages that read it answer 503 (consumers/middleware.py) with the outage noted here: since
+the pages that read it answer 503 (consumers/web/middleware.py) with the outage noted here: since
 when, where, and the error."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ dies with the worker that started it and is never run twice side by side.
   The signal follows the forking thread: call it from the thread that waits (a Celery pool
   child's main thread).
 - `run` records the process on the job's row (pid and start time, /proc/<pid>/stat field 22) in
-  the transaction that checks the job is still the caller's (consumers/claims.py); a take-over
+  the transaction that checks the job is still the caller's (consumers/jobs/claims.py); a take-over
   waits for that transaction, so it either finds the process recorded or came first and nothing
   is launched. When the process ends, times out or the task is interrupted, its whole group is
   killed: what it left behind (JVM Python workers, chromium renderers) goes with it.
