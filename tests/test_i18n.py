@@ -232,6 +232,20 @@ def test_evidence_is_parsed_back_and_anything_else_is_left_as_it_is():
         assert translate_evidence("lag grew from 3 to 9 over 120s") == "lag grew from 3 to 9 over 120s"
 
 
+def test_sentences_joined_are_read_one_by_one_unless_one_format_made_the_whole():
+    """A value inside a format (not its last) holds no "; ": two notes joined are not read as one
+    whose value swallowed the end of the first and the start of the second; a value that does
+    hold "; " (an error inside parentheses) is still read when nothing else is."""
+    unread = "proxy %s could not be read (%s); the group's gRPC clients may be there"
+    with translation.override("zh-hans"):
+        two = translate_evidence("; ".join(unread % (p, "e") for p in ("A", "B")))
+        assert two == "; ".join(f"无法读取代理 {p}（e）；该消费者组的 gRPC 客户端可能在那里" for p in ("A", "B"))
+        inside = translate_evidence(unread % ("A", "x; y"))
+        assert inside == "无法读取代理 A（x; y）；该消费者组的 gRPC 客户端可能在那里"
+        # the last value may hold "; ": a list of reasons
+        assert translate_evidence("incomplete: b not read; c not read") == "不完整：b 未读取; c 未读取"
+
+
 def test_a_diagnostic_is_kept_in_english_and_shown_in_the_readers_language():
     """The poll writes diagnostics once, in English (the API's `message`); a page parses them back."""
     from consumers.live.diagnostics import POP_DROPS_FAILURES, UNHELD_QUEUES

@@ -7,8 +7,9 @@ change keeps its verification notes in its result so. A page shows them translat
 sentence is matched against the English formats it was made from (each feature registers
 its own: consumers/live/health.py, consumers/live/diagnostics.py...) and formatted again with the
 translated format and the same values. A sentence made of several joined by "; " is translated
-part by part. A sentence no format made (a reason passed through from elsewhere) is shown as it
-is."""
+part by part: a value inside a format (not its last) is read without "; ", so that two sentences
+joined are not read as one whose value swallowed the first's end and the second's start. A
+sentence no format made (a reason passed through from elsewhere) is shown as it is."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ from django.utils.translation import get_language, gettext
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def _pattern(fmt: str) -> re.Pattern:
+def _pattern(fmt: str, *, loose: bool = False) -> re.Pattern:
+    """The regular expression of `fmt`. Strict (the default): a value followed by more of the
+    format holds no "; "; the last value may (a list of reasons). Loose: any value may."""
     parts, last = [], 0
     for match in _PLACEHOLDER.finditer(fmt):
         parts.append(re.escape(fmt[last : match.start()]))
-        parts.append(f"(?P<{match.group(1)}>.+?)")
+        inner = r"(?:(?!; ).)+?" if match.end() < len(fmt) and not loose else ".+?"
+        parts.append(f"(?P<{match.group(1)}>{inner})")
         last = match.end()
     parts.append(re.escape(fmt[last:]))
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
@@ -43,11 +47,11 @@ def register_formats(*formats: str) -> None:
 
 
 @functools.cache
-def _formats() -> tuple[tuple[str, re.Pattern], ...]:
+def _formats(loose: bool = False) -> tuple[tuple[str, re.Pattern], ...]:
     # the most specific first (the most text outside its placeholders): a sentence two formats
     # could have made is read as the one that says more, whatever order features registered in
     ordered = sorted(_registered, key=lambda fmt: (-len(_PLACEHOLDER.sub("", fmt)), fmt))
-    return tuple((fmt, _pattern(fmt)) for fmt in ordered)
+    return tuple((fmt, _pattern(fmt, loose=loose)) for fmt in ordered)
 
 
 def translate_evidence(text) -> str:
@@ -60,20 +64,27 @@ def translate_evidence(text) -> str:
         return text if whole is None else whole
     # sentences joined by "; " (a note and what followed it): from the left, the longest run of
     # parts that one format made (a format may hold "; " itself), else the part as it is
-    parts, shown, start = text.split("; "), [], 0
+    parts, shown, start, any_part = text.split("; "), [], 0, False
     while start < len(parts):
         for end in range(len(parts), start, -1):
             found = _translated("; ".join(parts[start:end]))
             if found is not None or end == start + 1:
                 shown.append("; ".join(parts[start:end]) if found is None else found)
+                any_part = any_part or found is not None
                 start = end
                 break
+    if not any_part:
+        # no part a format made: perhaps one sentence whose value holds "; " (an error that says
+        # "a; b" inside parentheses), read as one when a format made the whole
+        loose = _translated(text, loose=True)
+        if loose is not None:
+            return loose
     return "; ".join(shown)
 
 
-def _translated(text: str) -> str | None:
+def _translated(text: str, *, loose: bool = False) -> str | None:
     """`text` made again from the translated format that made it; None when no format did."""
-    for fmt, pattern in _formats():
+    for fmt, pattern in _formats(loose):
         match = pattern.match(text)
         if match:
             values = {name: translate_evidence(value) for name, value in match.groupdict().items()}

@@ -113,6 +113,54 @@ DELIVERY_STATES = {
     "failed": pgettext_lazy("notification state", "failed"),
 }
 
+# a DLQ redrive job's state (dlq/models.py: RedriveJob.State), and the two its shown_state adds
+# while its worker still sends the window in flight
+REDRIVE_STATES = {
+    "awaiting-approval": pgettext_lazy("redrive state", "awaiting-approval"),
+    "queued": pgettext_lazy("redrive state", "queued"),
+    "running": pgettext_lazy("redrive state", "running"),
+    "paused": pgettext_lazy("redrive state", "paused"),
+    "pausing": pgettext_lazy("redrive state", "pausing"),
+    "cancelled": pgettext_lazy("redrive state", "cancelled"),
+    "cancelling": pgettext_lazy("redrive state", "cancelling"),
+    "done": pgettext_lazy("redrive state", "done"),
+    "partial": pgettext_lazy("redrive state", "partial"),
+    "failed": pgettext_lazy("redrive state", "failed"),
+    "rejected": pgettext_lazy("redrive state", "rejected"),
+}
+# an API token's state (identity/tokens/models.py: ApiToken.state)
+TOKEN_STATES = {
+    "active": pgettext_lazy("token state", "active"),
+    "expired": pgettext_lazy("token state", "expired"),
+    "revoked": pgettext_lazy("token state", "revoked"),
+}
+# a saved report's state (reports/models.py: Report.State)
+REPORT_STATES = {
+    "queued": pgettext_lazy("report state", "queued"),
+    "running": pgettext_lazy("report state", "running"),
+    "ready": pgettext_lazy("report state", "ready"),
+    "failed": pgettext_lazy("report state", "failed"),
+}
+# a cluster's state on the overview and cluster pages (live/selectors.py: ClusterState.state)
+CLUSTER_STATES = {
+    "ok": pgettext_lazy("cluster state", "ok"),
+    "degraded": pgettext_lazy("cluster state", "degraded"),
+    "stale": pgettext_lazy("cluster state", "stale"),
+    "failed": pgettext_lazy("cluster state", "failed"),
+    "awaiting poll": pgettext_lazy("cluster state", "awaiting poll"),
+    "never polled": pgettext_lazy("cluster state", "never polled"),
+}
+# what a poll could not read of a group (rocketmq/groups.py: Problem.scope), in a group's problems
+PROBLEM_SCOPES = {
+    "group": pgettext_lazy("problem scope", "group"),
+    "broker": pgettext_lazy("problem scope", "broker"),
+    "route": pgettext_lazy("problem scope", "route"),
+    "connection": pgettext_lazy("problem scope", "connection"),
+    "proxy": pgettext_lazy("problem scope", "proxy"),
+    "running-info": pgettext_lazy("problem scope", "running-info"),
+    "topic-stats": pgettext_lazy("problem scope", "topic-stats"),
+}
+
 # the tables by the name a template gives (`{{ change.state|word:"change state" }}`)
 TABLES = {
     "message model": MESSAGE_MODELS,
@@ -125,6 +173,11 @@ TABLES = {
     "alert state": ALERT_STATES,
     "notification event": DELIVERY_EVENTS,
     "notification state": DELIVERY_STATES,
+    "redrive state": REDRIVE_STATES,
+    "token state": TOKEN_STATES,
+    "report state": REPORT_STATES,
+    "cluster state": CLUSTER_STATES,
+    "problem scope": PROBLEM_SCOPES,
 }
 
 

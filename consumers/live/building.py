@@ -47,7 +47,7 @@ def build_document(
         return _carry_over(progress, previous_of())
     model = message_model(progress)
     broadcast = broadcast_offsets(progress) if model == "BROADCASTING" else None
-    unread = {p.target: f"broker unreadable: {p.error}" for p in progress.problems if p.scope == "broker"}
+    unread = {p.target: notes.BROKER_UNREADABLE % {"error": p.error} for p in progress.problems if p.scope == "broker"}
     unread.update(unreachable or {})
     queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
     queues += [_uncommitted_row(progress, mq, broadcast) for mq in progress.uncommitted]
@@ -164,7 +164,7 @@ def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
         consumer=q.consumer_offset,
         lag=q.lag,
         lag_seconds=lag.seconds if lag else None,
-        lag_seconds_note=lag.note if lag else "not measured",
+        lag_seconds_note=lag.note if lag else notes.LAG_NOT_MEASURED,
         pull=q.pull_offset,
         last_consume_ms=q.last_consume_time,
         clients=list(q.clients),
@@ -243,26 +243,31 @@ def _stale_queues(fresh_rows: list[QueueRow], previous: GroupDocument | None, un
 
 
 def _incompleteness(queues: list[QueueRow], progress: GroupProgress, unread: dict[str, str]) -> str | None:
+    """Why the lag total leaves part of the group out: per broker, in English (notes.py reads it
+    back for a page: INCOMPLETE and, per broker, its name and the reason it is unread)."""
     brokers = sorted({q.broker for q in queues if q.stale_reason} | (set(unread) & set(progress.brokers)))
     if not brokers:
         return None
-    return "incomplete: " + "; ".join(f"{b} {unread.get(b, 'not read')}" for b in brokers)
+    why = (f"{b} {unread[b]}" if b in unread else notes.INCOMPLETE_NOT_READ % {"broker": b} for b in brokers)
+    return notes.INCOMPLETE % {"brokers": "; ".join(why)}
 
 
 def _clients_note(progress: GroupProgress) -> str | None:
-    """Why this poll does not know whether a client is online: unknown is not "none"."""
+    """Why this poll does not know whether a client is online: unknown is not "none". In English,
+    each reason a format of notes.py (a page reads them back)."""
     if progress.online is not None:
         return None
     why = [
-        f"no broker answered who is connected ({p.error})"
+        notes.CLIENTS_NO_ANSWER % {"error": p.error}
         if p.scope == "connection"
+        # proxy_grace.hold words the restart: notes.CLIENTS_PROXY_RESTARTED reads the whole back
         else f"proxy {p.target} {p.error}"
         if p.error_type == "ProxyRestarted"
-        else f"proxy {p.target} could not be read ({p.error}); the group's gRPC clients may be there"
+        else notes.CLIENTS_PROXY_UNREAD % {"proxy": p.target, "error": p.error}
         for p in progress.problems
         if p.scope in ("connection", "proxy")
     ]
-    return "; ".join(why) or "this poll could not ask who is connected"
+    return "; ".join(why) or notes.CLIENTS_UNASKED
 
 
 def _carry_over(progress: GroupProgress, previous: GroupDocument | None) -> GroupDocument:

@@ -4,7 +4,7 @@ group has not consumed, read from the broker.
 The store time of a stored message never changes, so lookups are cached by (broker, topic,
 queue, offset) in Redis, and a poll only reads the messages at offsets it has not seen. New
 lookups per poll are bounded; a queue left over gets its number on a later poll and says so
-meanwhile.
+meanwhile. Its notes are in English, formats of notes.py (a page shows them translated).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..rocketmq import AdminClient, GroupProgress, RocketMQError
 from ..rocketmq.models import MessageQueue
+from .notes import LAG_FROM_OLDEST, LAG_MESSAGE_NOT_FOUND, LAG_MESSAGE_UNREAD, LAG_NO_MESSAGE, LAG_OVER_BUDGET
 
 CACHE_LIMIT = 200_000  # entries; past this the cache starts over rather than grow without end
 
@@ -56,7 +57,7 @@ async def measure(
             try:
                 return key, *await _store_time(client, mq, offset)
             except RocketMQError as exc:
-                return key, None, f"could not read the message at offset {offset}: {exc}"
+                return key, None, LAG_MESSAGE_UNREAD % {"offset": offset, "error": exc}
 
     found = await asyncio.gather(*(read(k) for k in to_read))
     notes: dict[str, str] = {}
@@ -86,11 +87,9 @@ async def measure(
                     max(0.0, (now_ms - int(store_ms)) / 1000), qualifier or None
                 )
             elif key in skipped:
-                result[(progress.group, q.queue)] = LagTime(
-                    None, f"not measured yet (over the {budget} lookups a poll may make)"
-                )
+                result[(progress.group, q.queue)] = LagTime(None, LAG_OVER_BUDGET % {"budget": budget})
             else:
-                result[(progress.group, q.queue)] = LagTime(None, notes.get(key, "message not found"))
+                result[(progress.group, q.queue)] = LagTime(None, notes.get(key, LAG_MESSAGE_NOT_FOUND))
     return result
 
 
@@ -100,8 +99,8 @@ async def _store_time(client: AdminClient, mq: MessageQueue, offset: int) -> tup
     qualifier = ""
     if pulled.status == "OFFSET_ILLEGAL" and pulled.next_begin_offset > offset:
         # the consumer offset fell below the oldest stored message: measure from that one
-        qualifier = " from the oldest stored message; older ones expired"
+        qualifier = f" {LAG_FROM_OLDEST}"  # after a space, as the cache holds it
         pulled = await client.messages.pull(mq, pulled.next_begin_offset, max_nums=1)
     if pulled.status != "FOUND" or not pulled.messages:
-        return None, f"no message at offset {offset} ({pulled.status})"
+        return None, LAG_NO_MESSAGE % {"offset": offset, "status": pulled.status}
     return f"{pulled.messages[0].store_timestamp}{qualifier}".encode(), None

@@ -1,7 +1,8 @@
 """ "Report now": the current lag of every queue from the live snapshot in Redis, as CSV or
 XLSX. No client addresses (reports go to people outside operations); a queue we could not read
 says why in its status, with empty numbers rather than zeros. Headers and words in the language
-of the page it is downloaded from; the values as in the saved reports (csvfile, xlsx)."""
+of the page it is downloaded from (the CSV's retry column too: yes or no); the other values as in
+the saved reports (csvfile, xlsx)."""
 
 from __future__ import annotations
 
@@ -58,9 +59,17 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
 
 def live_csv_lines(rows: list[dict]) -> Iterator[str]:
     writer = csv_writer()
-    # the header now, in the request's language: the lines are written after the view has returned
+    # the header and the words for yes and no now, in the request's language: the lines are
+    # written after the view has returned
     header = BOM + writer.writerow([str(label) for _key, label, _kind in COLUMNS])
-    return itertools.chain([header], (writer.writerow([cell(row[key]) for key, _l, _k in COLUMNS]) for row in rows))
+    words = {True: gettext("yes"), False: gettext("no")}
+
+    def line(row: dict) -> str:
+        return writer.writerow(
+            [words[row[key]] if kind == "bool" and row[key] in words else cell(row[key]) for key, _l, kind in COLUMNS]
+        )
+
+    return itertools.chain([header], (line(row) for row in rows))
 
 
 def live_xlsx(rows: list[dict]) -> bytes:

@@ -61,7 +61,9 @@ class _Cells:
         )
         # CLUSTERING, BROADCASTING: the glossary's words for them (languages/labels.py)
         self.models = {code: escape(str(word)) for code, word in MESSAGE_MODELS.items()}
-        self.notes: dict[str, str] = {}  # a queue's lag-seconds note, translated once per table
+        # a queue's lag-seconds note, a stale reason, why a lag total is incomplete (English as
+        # stored: languages/evidence.py), translated once per table
+        self.notes: dict[str, str] = {}
 
     def note(self, text: str | None) -> str:
         if not text:
@@ -103,9 +105,9 @@ class _Cells:
         return self.models.get(code) or escape(code or "—")
 
     def lag(self, s: dict) -> str:
-        html = self.known(s.get("lag"), s.get("stale_reason") or "")
+        html = self.known(s.get("lag"), self.note(s.get("stale_reason")))
         if s.get("lag_incomplete"):
-            why = escape(s["lag_incomplete"])
+            why = escape(self.note(s["lag_incomplete"]))
             html += f' <span class="incomplete error" title="{why}">{self.texts["incomplete"]}</span>'
         elif s.get("lag_partial"):
             html += f'<span title="{self.texts["partial"]}">*</span>'
@@ -122,7 +124,7 @@ class _Cells:
             for f in (s.get("health") or {}).get("findings", ())
         )
         topics = escape(_shortened(", ".join(s.get("topics") or ()), 60))
-        stale_reason = s.get("stale_reason") or ""
+        stale_reason = self.note(s.get("stale_reason"))
         stale_row, stale_cell = (' class="stale"', " stale") if row.stale else ("", "")
         return (
             f'<tr data-group="{group}" data-cluster="{cluster}"{stale_row}>'
@@ -144,6 +146,7 @@ class _Cells:
         topic, broker, queue_id = escape(q["topic"]), escape(q["broker"]), escape(str(q["queue_id"]))
         title, note = "", ""
         if reason:
+            reason = self.note(reason)
             title = f' title="{escape(reason)}"'
             stale = escape(self.as_of % {"as_of": epoch(q.get("as_of")), "reason": reason})
             note = f'<div class="stale-note error">{stale}</div>'
