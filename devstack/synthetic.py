@@ -24,14 +24,14 @@ BROKER = BrokerState(
 
 
 def group(
-    name: str, *, lag: int = 0, queues: int = 4, online: bool = True, topic: str = "T", problems=()
+    name: str, *, lag: int = 0, queues: int = 4, online: bool = True, topic: str = "T", problems=(), top: int = 100
 ) -> GroupProgress:
-    """A group on broker-a whose `lag` is spread over its queues."""
+    """A group on broker-a whose `lag` is spread over its queues, each with max offset `top`."""
     progress = GroupProgress(group=name, fetched_at=time.time(), online=online)
     per_queue = [lag // queues + (1 if i < lag % queues else 0) for i in range(queues)]
     now_ms = int(time.time() * 1000)
     progress.queues = [
-        QueueProgress(topic, "broker-a", i, 100, 100 - per_queue[i], 0, 100, now_ms, ("c1",) if online else ())
+        QueueProgress(topic, "broker-a", i, top, top - per_queue[i], 0, top, now_ms, ("c1",) if online else ())
         for i in range(queues)
     ]
     progress.brokers = {"broker-a": BROKER.address}

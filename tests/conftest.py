@@ -254,6 +254,17 @@ def history_dir(tmp_path, settings):
 PASSWORD = "a-long-test-password-1"
 
 
+@pytest.fixture(autouse=True)
+def _site_language_afterwards():
+    """A request activates its language for the thread (the language middleware): every test
+    starts from the default, whatever language the one before it asked for."""
+    from django.conf import settings
+    from django.utils import translation
+
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def quick_password_hashing():
     """Test users' passwords hashed with few iterations (tests/support/hashers.py)."""

@@ -46,13 +46,6 @@ TEXT_FILTERS = ("default", "default_if_none")
 SEEN_ATTRIBUTES = re.compile(r'\b(?:title|placeholder|aria-label|alt)="([^"]*)"')
 
 
-@pytest.fixture(autouse=True)
-def _site_language_afterwards():
-    """A request activates its language for the thread: later tests start from the default."""
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
-
-
 def _visible_text(path: Path) -> tuple[list[str], list[str]]:
     """(texts outside translate tags, string literals shown unmarked) of one template."""
     source = path.read_text()

@@ -31,13 +31,6 @@ from tests.support.world import build
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
 
 
-@pytest.fixture(autouse=True)
-def _site_language_afterwards():
-    """A request activates its language for the thread: later tests start from the default."""
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
-
-
 @pytest.fixture
 def world(redis, history_dir, personas):
     return build(redis, personas)

@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from django.conf import settings
-from django.utils import translation
 
 from tests.support.unmarked import is_identifier, unmarked_in, unmarked_under
 
 BASE = Path(settings.BASE_DIR)
-
-
-@pytest.fixture(autouse=True)
-def _site_language_afterwards():
-    """A request activates its language for the thread: later tests start from the default."""
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
 
 
 def test_every_string_the_python_hands_to_a_reader_is_marked_for_translation():

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_noop
 
 from ..languages.evidence import register_formats
 from ..live.documents import ClusterMeta, GroupDocument
+from ..live.forecast import DRAINED, DRAINING, NOT_DRAINING
 from ..live.health import Sample
 
 GROUP, BROKER, CLUSTER = "group", "broker", "cluster"
@@ -43,7 +44,13 @@ LAG_UNDER = gettext_noop("lag is %(seconds)s s (threshold %(threshold)s s)")
 LAG_ABOVE = gettext_noop("lag is %(seconds)s s, above %(threshold)s s (lag %(lag)s messages)")
 DLQ_UNDER = gettext_noop("dead letters arrive at or under %(threshold)s per hour")
 DLQ_ABOVE = gettext_noop("%(arrivals)s dead letters in the last %(span)s s: %(rate)s per hour, above %(threshold)s")
+DRAIN_ABOVE = gettext_noop("drains in about %(seconds)s s, above %(threshold)s s (slowest: %(queue)s)")
+DRAIN_NEVER = gettext_noop("lag %(lag)s does not shrink at the current rates (%(queue)s)")
+DRAIN_UNDER = gettext_noop("drains in about %(seconds)s s (threshold %(threshold)s s)")
+DRAIN_DONE = gettext_noop("the lag is consumed")
+DRAIN_UNKNOWN = gettext_noop("the drain forecast is unknown now: %(reason)s")
 EVIDENCE_FORMATS = (
+    DRAIN_ABOVE, DRAIN_NEVER, DRAIN_UNDER, DRAIN_DONE, DRAIN_UNKNOWN,
     POLL_FAILED, CLUSTER_POLL_WHY, CLUSTER_POLL, GROUPS_INCOMPLETE, BROKER_GONE, BROKER_AT_ERROR, BROKER_AT,
     BROKER_IS, NO_LONGER_MATCHES, NO_LONGER_LISTED, HEALTH_WITH, HEALTH_IS, LAG_UNMEASURED, LAG_UNDER, LAG_ABOVE,
     DLQ_UNDER, DLQ_ABOVE,
@@ -131,7 +138,18 @@ def clear_evidence(spec: Spec, subject: str, meta: ClusterMeta, documents: dict[
         if doc.lag_seconds is None:
             return LAG_UNMEASURED % {"threshold": f"{spec.threshold:g}"}
         return LAG_UNDER % {"seconds": f"{doc.lag_seconds:.0f}", "threshold": f"{spec.threshold:g}"}
+    if spec.condition in ("drain_seconds", "not_draining"):
+        return _drain_clear(spec, doc.drain or {})
     return DLQ_UNDER % {"threshold": f"{spec.threshold:g}"}
+
+
+def _drain_clear(spec: Spec, drain: dict) -> str:
+    if drain.get("state") == DRAINED:
+        return DRAIN_DONE
+    if drain.get("state") == DRAINING:
+        threshold = f"{spec.threshold:g}" if spec.threshold is not None else "-"
+        return DRAIN_UNDER % {"seconds": f"{drain['seconds']:.0f}", "threshold": threshold}
+    return DRAIN_UNKNOWN % {"reason": drain.get("reason") or drain.get("state")}
 
 
 def _in_scope(spec: Spec, documents: dict[str, GroupDocument]) -> Iterable[tuple[str, GroupDocument]]:
@@ -174,7 +192,23 @@ def _dlq_rate(spec: Spec, doc: GroupDocument, samples: list[Sample] | None) -> O
     return False
 
 
-_GROUP_CHECKS = {"state": _state, "lag_seconds": _lag_seconds, "dlq_rate": _dlq_rate}
+def _drain(spec: Spec, doc: GroupDocument, samples) -> Observation | bool | None:
+    """drain_seconds: the forecast is above the threshold, or there is none because the lag does
+    not shrink; not_draining: only the latter. Unknown while the forecast is (too few polls)."""
+    drain = doc.drain or {}
+    state = drain.get("state")
+    if state == NOT_DRAINING:
+        return Observation(DRAIN_NEVER % {"lag": doc.lag, "queue": drain.get("queue")})
+    if state == DRAINING and spec.condition == "drain_seconds" and drain["seconds"] > spec.threshold:
+        values = {"seconds": f"{drain['seconds']:.0f}", "threshold": f"{spec.threshold:g}", "queue": drain.get("queue")}
+        return Observation(DRAIN_ABOVE % values)
+    return False if state in (DRAINED, DRAINING) else None
+
+
+_GROUP_CHECKS = {
+    "state": _state, "lag_seconds": _lag_seconds, "dlq_rate": _dlq_rate,
+    "drain_seconds": _drain, "not_draining": _drain,
+}  # fmt: skip
 
 
 def _cluster(meta: ClusterMeta) -> Judgement:

@@ -49,6 +49,11 @@ class AlertRule(models.Model):
         STATE = "state", _("a group enters one of the health states")
         LAG_SECONDS = "lag_seconds", _("a group's lag in seconds is above the threshold")
         DLQ_RATE = "dlq_rate", _("dead letters arrive faster than the threshold per hour")
+        DRAIN_SECONDS = (
+            "drain_seconds",
+            _("a group will take longer than the threshold (s) to drain, or does not drain"),
+        )
+        NOT_DRAINING = "not_draining", _("a group's lag does not shrink at the current rates")
         CLUSTER_DEGRADED = "cluster_degraded", _("a cluster's poll is degraded or failed")
         BROKER_MISSING = "broker_missing", _("a broker is missing or not answering")
 
@@ -57,13 +62,17 @@ class AlertRule(models.Model):
         WARNING = "warning"
         INFO = "info"
 
-    GROUP_CONDITIONS = (Condition.STATE, Condition.LAG_SECONDS, Condition.DLQ_RATE)
+    GROUP_CONDITIONS = (
+        Condition.STATE, Condition.LAG_SECONDS, Condition.DLQ_RATE, Condition.DRAIN_SECONDS, Condition.NOT_DRAINING,
+    )  # fmt: skip
 
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
     condition = models.CharField(max_length=20, choices=Condition.choices)
     states = models.JSONField(default=list, blank=True, help_text=_("state rules: health states, e.g. STOPPED"))
-    threshold = models.FloatField(null=True, blank=True, help_text=_("lag seconds, or dead letters per hour"))
+    threshold = models.FloatField(
+        null=True, blank=True, help_text=_("lag seconds, dead letters per hour, or drain seconds")
+    )
     for_seconds = models.PositiveIntegerField(
         default=0, help_text=_("the condition must hold this long before the alert fires (against flapping)")
     )
@@ -89,7 +98,7 @@ class AlertRule(models.Model):
             if not self.states or unknown or not isinstance(self.states, list):
                 states = ", ".join(SEVERITY)
                 raise ValidationError({"states": _("Give a list of states among %(states)s.") % {"states": states}})
-        if self.condition in (self.Condition.LAG_SECONDS, self.Condition.DLQ_RATE) and (
+        if self.condition in (self.Condition.LAG_SECONDS, self.Condition.DLQ_RATE, self.Condition.DRAIN_SECONDS) and (
             self.threshold is None or self.threshold < 0
         ):
             raise ValidationError({"threshold": _("This condition needs a threshold of 0 or more.")})

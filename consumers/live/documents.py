@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .diagnostics import (
     queue_label,
 )
+from .forecast import Drain
 from .health import Health
 
 
@@ -93,6 +94,9 @@ class GroupDocument:
     problems: list[dict] = field(default_factory=list)
     warnings: int = 0
     health: dict | None = None
+    # when the lag will be consumed (forecast.py): the group's figure, and each lagging queue's
+    drain: dict | None = None
+    drain_queues: list[dict] = field(default_factory=list)
 
     def to_wire(self) -> dict:
         # shallow on purpose: dataclasses.asdict deep-copies every nested list and dict, which
@@ -116,11 +120,16 @@ class GroupDocument:
         self.health = health.to_wire()
         return self
 
+    def set_drain(self, drain: Drain) -> GroupDocument:
+        self.drain = drain.to_wire()
+        self.drain_queues = [q.to_wire() for q in drain.queues]
+        return self
+
 
 # what the groups list does not need: the per-queue detail, and the group page's clients_note
 # (kept out so 10,000 summaries stay as small)
 DETAIL_ONLY = ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type",
-               "clients_note")  # fmt: skip
+               "clients_note", "drain_queues")  # fmt: skip
 SUMMARY_FIELDS = tuple(f.name for f in dataclasses.fields(GroupDocument) if f.name not in DETAIL_ONLY)
 
 

@@ -20,6 +20,7 @@ SORT_LABELS = {
     "tps": _("consume TPS"),
     "retry": _("retry lag"),
     "dlq": _("DLQ"),
+    "drain": _("time to drain"),
     "health": _("health"),
     "age": _("data age"),
     "group": _("group"),

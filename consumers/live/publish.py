@@ -19,6 +19,7 @@ from . import building, documents, snapshots
 from .brokers import BrokerReport
 from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
+from .forecast import forecast
 from .health import Sample, Thresholds, evaluate
 from .history import HistoryStore, history_tables
 from .notes import METRICS_NOT_ENABLED
@@ -185,7 +186,7 @@ def _judge(
     redis,
     polled_at: float,
 ) -> dict[str, list[Sample]]:
-    """Set each document's health; returns the samples each was judged on, newest last."""
+    """Set each document's health and drain forecast; returns the samples each was judged on, newest last."""
     longest = max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
     window = snapshots.read_window(redis, cluster.pk, since=polled_at - longest)
     judged = {}
@@ -194,4 +195,5 @@ def _judge(
         reason = doc.stale_reason if doc.stale else None
         judged[group] = window.get(group, []) + [samples[group]]
         doc.set_health(evaluate(judged[group], thresholds, unknown_reason=reason))
+        doc.set_drain(forecast(judged[group], thresholds))
     return judged

@@ -25,6 +25,7 @@ from ..models import Cluster
 from . import charts, rebalance, snapshots
 from .config import history_store, stale_after
 from .documents import ClusterMeta, GroupDocument, ProxyState
+from .forecast import sort_value as drain_sort_value
 from .health import SEVERITY
 
 SORT_KEYS = {
@@ -33,6 +34,7 @@ SORT_KEYS = {
     "tps": lambda r: r.summary.get("consume_tps"),
     "retry": lambda r: r.summary.get("retry_lag"),
     "dlq": lambda r: r.summary.get("dlq_count"),
+    "drain": lambda r: drain_sort_value(r.summary.get("drain")),
     "health": lambda r: SEVERITY.index(r.health),
     "age": lambda r: r.age,
     "group": lambda r: r.summary["group"].lower(),

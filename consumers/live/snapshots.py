@@ -91,6 +91,8 @@ INDEX_FIELDS = (
 def index_entry(summary: dict) -> dict:
     entry = {name: summary.get(name) for name in INDEX_FIELDS}
     entry["health"] = {"state": (summary.get("health") or {}).get("state", "UNKNOWN")}
+    drain = summary.get("drain") or {}
+    entry["drain"] = {"state": drain.get("state", "UNKNOWN"), "seconds": drain.get("seconds")}
     return entry
 
 

@@ -8,12 +8,15 @@ Grafana can colour a timeline. Names and labels are documented in docs/operation
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from ..live.forecast import NEVER
+from ..live.forecast import sort_value as drain_sort_value
 from ..live.health import SEVERITY
 from ..live.selectors import ClusterState, GroupRow
 
@@ -68,7 +71,7 @@ def _number(value: float) -> str:
 
 def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
     """Per group: lag, lag seconds, retry lag, DLQ size, consume TPS, clients, in flight, data
-    age, staleness and health; per group and topic: lag and lag seconds; per queue (only when
+    age, staleness, health and the drain forecast; per group and topic: lag and lag seconds; per queue (only when
     `per_queue` maps (cluster, group) to the queue rows): lag. In the text format."""
     values = {
         "lag": _Lines("group_lag_messages", "Messages not yet consumed (retry topics apart)"),
@@ -82,6 +85,7 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
     age = _Lines("group_data_age_seconds", "Age of the group's last read")
     stale = _Lines("group_stale", "1 when the group's data is older than its cluster's staleness bound")
     health = _Lines("group_health", "The group's health state (one series per state)")
+    drain = _Lines("group_drain_seconds", "Forecast seconds until the group's lag is consumed (+Inf: not at this rate)")
     topic_lag = _Lines("topic_lag_messages", "Messages of the topic not yet consumed by the group")
     topic_seconds = _Lines("topic_lag_seconds", "Age of the topic's oldest unconsumed message")
     queue_lag = _Lines("queue_lag_messages", "Messages of the queue not yet consumed")
@@ -97,6 +101,9 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
         stale.add(labels, 1.0 if row.stale else 0.0)
         for state in SEVERITY:
             health.add(f'{labels},state="{state}"', 1.0 if state == row.health else 0.0)
+        seconds = drain_sort_value(row.summary.get("drain"))
+        if seconds is not None:  # unknown (not enough history): no series
+            drain.add(labels, math.inf if seconds >= NEVER else float(seconds))
         for topic, lags in sorted((row.summary.get("topic_lags") or {}).items()):
             pairs = f'{labels},topic="{_escape(topic)}"'
             if lags.get("lag") is not None:
@@ -107,7 +114,7 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
             if q.lag is not None and not q.retry:
                 pairs = _pairs(cluster=cluster, group=group, topic=q.topic, broker=q.broker, queue_id=str(q.queue_id))
                 queue_lag.add(pairs, float(q.lag))
-    families = [*values.values(), age, stale, health, topic_lag, topic_seconds]
+    families = [*values.values(), age, stale, health, drain, topic_lag, topic_seconds]
     if per_queue is not None:
         families.append(queue_lag)
     return "".join(f.text() for f in families)

@@ -20,6 +20,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from ..languages.labels import MESSAGE_MODELS
 from .console import age, consumption_label, epoch, epoch_ms, evidence
+from .drain import drain_short, drain_text
 
 register = template.Library()
 
@@ -126,6 +127,7 @@ class _Cells:
         topics = escape(_shortened(", ".join(s.get("topics") or ()), 60))
         stale_reason = self.note(s.get("stale_reason"))
         stale_row, stale_cell = (' class="stale"', " stale") if row.stale else ("", "")
+        drain = s.get("drain") or {}
         return (
             f'<tr data-group="{group}" data-cluster="{cluster}"{stale_row}>'
             f"<td>{self.name(row)}</td><td>{cluster}</td><td>{self.model(s.get('message_model'))}</td>"
@@ -136,6 +138,8 @@ class _Cells:
             f'<td class="num">{self.known(s.get("consume_tps"), self.why["tps"])}</td>'
             f'<td class="num">{self.known(s.get("retry_lag"), stale_reason)}</td>'
             f'<td class="num">{self.known(s.get("dlq_count"), self.why["dlq"])}</td>'
+            f'<td class="num drain" data-drain="{escape(drain.get("state") or "")}"'
+            f' title="{escape(drain_text(drain))}">{escape(drain_short(drain))}</td>'
             f'<td><span class="badge {health}" title="{findings}">{health}</span></td>'
             f'<td class="num{stale_cell}" title="{escape(stale_reason)}">{escape(age(row.age))}</td></tr>'
         )

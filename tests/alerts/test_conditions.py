@@ -123,3 +123,36 @@ def test_evidence_kept_in_english_reads_in_the_recipients_language():
             nested.startswith(gettext("health is %(state)s: %(finding)s").split("%")[0]) and "no client" not in nested
         )
     assert evidence_text(c.LAG_ABOVE % cases[0][1]) == c.LAG_ABOVE % cases[0][1]
+
+
+def drain(state, seconds=None, queue="T@b#0", reason=None):
+    return {"state": state, "seconds": seconds, "low": seconds, "high": seconds, "trend": None, "queue": queue,
+            "reason": reason}  # fmt: skip
+
+
+def test_drain_seconds_holds_above_the_threshold_and_when_not_draining_unknown_without_a_forecast():
+    docs = {
+        "slow": doc("slow", lag=900, drain=drain("DRAINING", 7300.4)),
+        "quick": doc("quick", lag=10, drain=drain("DRAINING", 60.0)),
+        "never": doc("never", lag=5000, drain=drain("NOT_DRAINING", queue="T@b#3")),
+        "done": doc("done", lag=0, drain=drain("DRAINED", 0.0)),
+        "new": doc("new", lag=50, drain=drain("UNKNOWN", reason="not enough history: 2 poll(s) of 3 needed")),
+        "unpolled": doc("unpolled", lag=50),
+    }
+    verdict = judge(Spec("drain_seconds", threshold=7200), meta(), docs)
+    assert set(verdict.holds) == {"slow", "never"} and verdict.unknown == {"new", "unpolled"}
+    assert verdict.holds["slow"].evidence == "drains in about 7300 s, above 7200 s (slowest: T@b#0)"
+    assert verdict.holds["never"].evidence == "lag 5000 does not shrink at the current rates (T@b#3)"
+    verdict = judge(Spec("not_draining"), meta(), docs)
+    assert set(verdict.holds) == {"never"} and verdict.unknown == {"new", "unpolled"}
+
+
+def test_why_a_drain_alert_ends():
+    from consumers.alerts.conditions import clear_evidence
+
+    docs = {"g": doc("g", lag=0, drain=drain("DRAINED", 0.0)), "h": doc("h", lag=3, drain=drain("DRAINING", 30.0))}
+    assert clear_evidence(Spec("not_draining"), "g", meta(), docs) == "the lag is consumed"
+    assert (
+        clear_evidence(Spec("drain_seconds", threshold=60), "h", meta(), docs)
+        == "drains in about 30 s (threshold 60 s)"
+    )

@@ -64,7 +64,11 @@ def test_a_poll_writes_each_groups_index_entry_and_whole_summary(redis, db):
     [index] = snapshots.read_index(redis, [cluster.pk]).values()
     assert [e["group"] for e in index] == ["billing", "orders"]  # by name
     orders = index[1]
-    assert set(orders) == {*snapshots.INDEX_FIELDS, "health"}
+    assert set(orders) == {*snapshots.INDEX_FIELDS, "health", "drain"}
+    assert orders["drain"] == {
+        "state": documents["orders"].drain["state"],
+        "seconds": documents["orders"].drain["seconds"],
+    }
     assert (orders["lag"], orders["topics"], orders["health"]) == (
         5,
         ["T-orders"],

@@ -37,10 +37,21 @@ def rows():
     return [
         GroupRow(east, {"group": "orders", "lag": 12345678, "lag_seconds": 0.25, "retry_lag": 0, "dlq_count": None,
                         "consume_tps": 1e-7, "clients": 3, "in_flight": None, "health": {"state": "STALLED"},
+                        "drain": {"state": "NOT_DRAINING", "seconds": None},
                         "topic_lags": {"T2": {"lag": 5, "lag_seconds": None}, odd: {"lag": 1, "lag_seconds": 2.5}}},
                  age=4.5, stale=False),
         GroupRow(east, {"group": odd, "lag": None, "health": None, "topic_lags": {}}, age=None, stale=True),
+        GroupRow(east, {"group": "draining", "lag": 7, "health": {"state": "CATCHING_UP"}, "topic_lags": {},
+                        "drain": {"state": "DRAINING", "seconds": 61.5}}, age=1.0, stale=False),
+        GroupRow(east, {"group": "drained", "lag": 0, "health": {"state": "OK"}, "topic_lags": {},
+                        "drain": {"state": "DRAINED", "seconds": 0.0}}, age=1.0, stale=False),
+        GroupRow(east, {"group": "new", "lag": 9, "health": {"state": "OK"}, "topic_lags": {},
+                        "drain": {"state": "UNKNOWN", "seconds": None}}, age=1.0, stale=False),
     ]  # fmt: skip
+
+
+# the drain forecast's series by hand: none while unknown, +Inf while not draining
+DRAIN_VALUE = {"DRAINED": lambda d: 0.0, "DRAINING": lambda d: d["seconds"], "NOT_DRAINING": lambda d: float("inf")}
 
 
 def library_text(rows, per_queue) -> bytes:
@@ -55,6 +66,11 @@ def library_text(rows, per_queue) -> bytes:
     )
     health = GaugeMetricFamily(
         "rocketmq_console_group_health", "The group's health state (one series per state)", labels=[*key, "state"]
+    )
+    drain = GaugeMetricFamily(
+        "rocketmq_console_group_drain_seconds",
+        "Forecast seconds until the group's lag is consumed (+Inf: not at this rate)",
+        labels=key,
     )
     topic_lag = GaugeMetricFamily(
         "rocketmq_console_topic_lag_messages",
@@ -76,6 +92,9 @@ def library_text(rows, per_queue) -> bytes:
         stale.add_metric(labels, float(row.stale))
         for state in SEVERITY:
             health.add_metric([*labels, state], float(state == row.health))
+        forecast = row.summary.get("drain")
+        if forecast and forecast["state"] in DRAIN_VALUE:
+            drain.add_metric(labels, DRAIN_VALUE[forecast["state"]](forecast))
         for topic, lags in sorted(row.summary["topic_lags"].items()):
             if lags["lag"] is not None:
                 topic_lag.add_metric([*labels, topic], float(lags["lag"]))
@@ -85,7 +104,7 @@ def library_text(rows, per_queue) -> bytes:
             if not q.retry:
                 queue_lag.add_metric([*labels, q.topic, q.broker, str(q.queue_id)], float(q.lag))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Snapshot([*families, age, stale, health, topic_lag, topic_seconds, queue_lag]))
+    registry.register(Snapshot([*families, age, stale, health, drain, topic_lag, topic_seconds, queue_lag]))
     return generate_latest(registry)
 
 
@@ -95,3 +114,6 @@ def test_the_group_families_are_byte_for_byte_what_the_library_writes():
     assert ours == library_text(rows(), per_queue)
     assert b'group="we\\"ird\\\\na\\nme"' in ours  # escaped, on one line
     assert b'rocketmq_console_group_lag_messages{cluster="east",group="orders"} 1.2345678e+07\n' in ours
+    assert b'rocketmq_console_group_drain_seconds{cluster="east",group="orders"} +Inf\n' in ours
+    assert b'rocketmq_console_group_drain_seconds{cluster="east",group="draining"} 61.5\n' in ours
+    assert b'group_drain_seconds{cluster="east",group="new"}' not in ours

@@ -1,0 +1,321 @@
+"""When a group will drain: per lagging queue, the consume rate and the produce rate fitted over
+the health window's samples (least squares over every poll, not two points: two-point
+extrapolation gives wildly inflated figures), and the time until the committed offset meets the
+growing max offset. The slowest queue decides the group's figure.
+
+- A queue whose lag does not shrink is "not at this rate": no figure, however large the lag.
+- The band is the fit's own spread: the drain rate plus or minus two standard errors; a band
+  whose slow end does not drain at all has no upper bound ("may never drain").
+- Counters that go backwards (a reset) start the queue's series again, and when the rate
+  changed within the window (consumers were added, production stopped: two lines fit the lag
+  far better than one) only the stretch since the change is judged: a forecast about what
+  happens next, not an average of what happened.
+- Fewer points than the health window asks for is "not enough history", never a figure.
+
+Pure: samples in, a `Drain` out (the poll stores `Drain.to_wire()` in the group's document)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.utils.translation import gettext_noop
+
+from ..languages.evidence import register_formats
+from .health import Sample, Thresholds
+
+DRAINED, DRAINING, NOT_DRAINING, UNKNOWN = "DRAINED", "DRAINING", "NOT_DRAINING", "UNKNOWN"
+GROWING, STEADY, SHRINKING = "growing", "steady", "shrinking"
+
+# kept in English in the document and the API, shown translated (consumers/languages/evidence.py)
+NOT_ENOUGH_HISTORY = gettext_noop("not enough history: %(points)s poll(s) of %(needed)s needed")
+LAG_UNKNOWN = gettext_noop("the last poll could not read the lag")
+QUEUES_UNJUDGED = gettext_noop("not enough history for %(count)s queue(s) yet")
+register_formats(NOT_ENOUGH_HISTORY, LAG_UNKNOWN, QUEUES_UNJUDGED)
+
+
+@dataclass(frozen=True)
+class Fit:
+    slope: float  # per second
+    se: float  # the slope's standard error (0 for points on a line)
+    points: int
+    seconds: float  # the time the points span
+
+
+def fit(points: list[tuple[float, float]]) -> Fit | None:
+    """Least squares of y on t; None with fewer than 3 points or no time between them."""
+    n = len(points)
+    if n < 3:
+        return None
+    t0, y0 = points[0]
+    st = sy = stt = sty = syy = 0.0
+    for t, y in points:  # shifted to the first point: no cancellation in the sums of squares
+        t, y = t - t0, y - y0
+        st += t
+        sy += y
+        stt += t * t
+        sty += t * y
+        syy += y * y
+    sxx = stt - st * st / n
+    if sxx <= 0:
+        return None
+    sxy = sty - st * sy / n
+    slope = sxy / sxx
+    residuals = max(0.0, syy - sy * sy / n - slope * sxy)
+    return Fit(slope, math.sqrt(residuals / (n - 2) / sxx), n, points[-1][0] - t0)
+
+
+def change_point(points: list[tuple[float, float]]) -> int:
+    """Where the series' newest stretch of one rate starts: 0, or the index that splits it into an
+    older stretch and a newer one (3 polls or more) that two lines explain far better than one
+    (an F test: F above CHANGE_F). Repeated on the newer stretch, so after several changes (a
+    consumer stopped, then a faster one started) the newest is found. Linear in the points per
+    split (running sums)."""
+    start = 0
+    while True:
+        split = _split(points[start:])
+        if not split:
+            return start
+        start += split
+
+
+def _split(points: list[tuple[float, float]]) -> int:
+    n = len(points)
+    if n < 5:
+        return 0
+    t0, y0 = points[0]
+    st = sy = stt = sty = syy = 0.0
+    for t, y in points:  # shifted to the first point: no cancellation in the sums of squares
+        t, y = t - t0, y - y0
+        st += t
+        sy += y
+        stt += t * t
+        sty += t * y
+        syy += y * y
+    one = _sse(n, st, sy, stt, sty, syy)
+    if one <= 0:
+        return 0
+    # A change that matters to a forecast leaves the newest polls off the one line, all on one
+    # side, the newest beyond its spread: without that there is nothing to cut (and the search, most of the cost of a
+    # forecast, is skipped for nearly every queue).
+    slope = (sty - st * sy / n) / (stt - st * st / n)
+    mean_t, mean_y, far = st / n, sy / n, one / (n - 2)
+    newest = [(y - y0 - mean_y) - slope * (t - t0 - mean_t) for t, y in points[-3:]]
+    if not (all(r > 0 for r in newest) or all(r < 0 for r in newest)) or newest[-1] ** 2 <= far:
+        return 0
+    # the older stretch may be 2 polls (a line through them fits exactly), the newer needs 3
+    two, split = math.inf, 0
+    at = [0.0, 0.0, 0.0, 0.0, 0.0]  # running sums of the older stretch
+    for k, (t, y) in enumerate(points[:-3], start=1):
+        t, y = t - t0, y - y0
+        at[0] += t
+        at[1] += y
+        at[2] += t * t
+        at[3] += t * y
+        at[4] += y * y
+        if k < 2:
+            continue
+        both = _sse(k, *at) + _sse(n - k, st - at[0], sy - at[1], stt - at[2], sty - at[3], syy - at[4])
+        if both < two:
+            two, split = both, k
+    if two > 0 and (one - two) / 2 / (two / (n - 4)) <= CHANGE_F:
+        return 0
+    return split
+
+
+def _sse(m: int, st: float, sy: float, stt: float, sty: float, syy: float) -> float:
+    """The residual sum of squares of the least-squares line through m points, from their sums."""
+    sxx = stt - st * st / m
+    syy = syy - sy * sy / m
+    if sxx <= 0:
+        return max(0.0, syy)
+    sxy = sty - st * sy / m
+    return max(0.0, syy - sxy * sxy / sxx)
+
+
+# how much better two lines must fit than one before the older is dropped: an F statistic this
+# high happens by chance far less than once in a thousand series of 5 or more polls
+CHANGE_F = 25.0
+
+
+@dataclass
+class QueueDrain:
+    queue: str
+    lag: int
+    consume_rate: float | None = None  # messages per second
+    produce_rate: float | None = None
+    seconds: float | None = None  # None: not at this rate, or unknown (reason)
+    low: float | None = None
+    high: float | None = None  # None while seconds is set: the slow end may never drain
+    points: int = 0
+    judged_seconds: float = 0.0
+    reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.reason is None
+
+    @property
+    def draining(self) -> bool:
+        return self.known and self.seconds is not None
+
+    def to_wire(self) -> dict:
+        return {
+            "queue": self.queue,
+            "lag": self.lag,
+            "consume_rate": _round(self.consume_rate, 3),
+            "produce_rate": _round(self.produce_rate, 3),
+            "seconds": _round(self.seconds, 1),
+            "low": _round(self.low, 1),
+            "high": _round(self.high, 1),
+            "points": self.points,
+            "judged_seconds": round(self.judged_seconds, 1),
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class Drain:
+    state: str
+    seconds: float | None = None
+    low: float | None = None
+    high: float | None = None
+    trend: str | None = None
+    queue: str | None = None  # the queue that decides (the slowest, or the one growing fastest)
+    reason: str | None = None
+    queues: list[QueueDrain] = field(default_factory=list)
+
+    def to_wire(self) -> dict:
+        return {
+            "state": self.state,
+            "seconds": _round(self.seconds, 1),
+            "low": _round(self.low, 1),
+            "high": _round(self.high, 1),
+            "trend": self.trend,
+            "queue": self.queue,
+            "reason": self.reason,
+        }
+
+
+# Where "not at this rate" sorts: after every finite figure (a JSON number, for the list's cursors)
+NEVER = 1e15
+
+
+def sort_value(drain: dict | None) -> float | None:
+    """A summary's drain as one number to sort by: 0 when drained, the seconds while draining,
+    NEVER when not draining; None (sorted last either way) when unknown."""
+    state = (drain or {}).get("state")
+    if state == DRAINED:
+        return 0.0
+    if state == DRAINING:
+        return drain.get("seconds")
+    return NEVER if state == NOT_DRAINING else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def forecast(samples: list[Sample], thresholds: Thresholds) -> Drain:
+    """The drain forecast at the newest sample, from the samples inside the health window."""
+    if not samples:
+        return Drain(UNKNOWN, reason=LAG_UNKNOWN)
+    latest = samples[-1]
+    window = [s for s in samples if latest.t - s.t <= thresholds.window_seconds]
+    if latest.lag is None:
+        return Drain(UNKNOWN, reason=LAG_UNKNOWN)
+    trend = _trend(window, thresholds.min_samples)
+    if not latest.queues:
+        return Drain(DRAINED, seconds=0.0, low=0.0, high=0.0, trend=trend)
+    needed = max(thresholds.min_samples, 3)
+    queues = [_queue(label, window, needed) for label in sorted(latest.queues)]
+    growing = [q for q in queues if q.known and q.seconds is None]
+    if growing:
+        worst = max(growing, key=lambda q: (q.produce_rate or 0) - (q.consume_rate or 0))
+        return Drain(NOT_DRAINING, trend=trend, queue=worst.queue, queues=queues)
+    unjudged = [q for q in queues if not q.known]
+    if unjudged:
+        reason = unjudged[0].reason if len(unjudged) == len(queues) else QUEUES_UNJUDGED % {"count": len(unjudged)}
+        return Drain(UNKNOWN, trend=trend, reason=reason, queues=queues)
+    slowest = max(queues, key=lambda q: q.seconds)
+    high = None if any(q.high is None for q in queues) else max(q.high for q in queues)
+    return Drain(
+        DRAINING, slowest.seconds, max(q.low for q in queues), high, trend=trend, queue=slowest.queue, queues=queues
+    )
+
+
+def _queue(label: str, window: list[Sample], needed: int) -> QueueDrain:
+    """One lagging queue: its series since it last started (lag appeared, or a counter went
+    back), fitted."""
+    series = []  # (t, committed offset, max offset), oldest first
+    for sample in reversed(window):
+        if sample.lag is None or not sample.complete:
+            continue  # unknown at that poll: neither a point nor a break
+        position = sample.queues.get(label)
+        if position is None:
+            break  # no lag then: the series starts after
+        offset, lag = position
+        if series and (offset > series[-1][1] or offset + lag > series[-1][2]):
+            break  # a counter went back between this poll and the next: the series starts after
+        series.append((sample.t, offset, offset + lag))
+    series.reverse()
+    series = series[change_point([(t, m - o) for t, o, m in series]) :]
+    offset, top = series[-1][1], series[-1][2]
+    found = QueueDrain(label, top - offset, points=len(series))
+    if len(series) < needed:
+        found.reason = NOT_ENOUGH_HISTORY % {"points": len(series), "needed": needed}
+        return found
+    rates = _rates(series)
+    if rates is None:
+        found.reason = NOT_ENOUGH_HISTORY % {"points": len(series), "needed": needed}
+        return found
+    consume_rate, produce_rate, lag = rates
+    found.consume_rate, found.produce_rate = consume_rate, produce_rate
+    found.judged_seconds = lag.seconds
+    rate = -lag.slope  # messages drained per second, net of what arrives
+    if rate <= 0:
+        return found  # not at this rate
+    found.seconds = found.lag / rate
+    found.low = found.lag / (rate + 2 * lag.se)
+    slow = rate - 2 * lag.se
+    found.high = found.lag / slow if slow > 0 else None
+    return found
+
+
+def _rates(series: list[tuple[float, int, int]]) -> tuple[float, float, Fit] | None:
+    """The consume and produce rates (least-squares slopes of the committed and max offsets) and
+    the lag's fit, in one pass (the lag's slope is the difference of the two: least squares is
+    linear)."""
+    n = len(series)
+    t0, o0, m0 = series[0]
+    st = stt = so = sto = sm = stm = sll = 0.0
+    for t, o, m in series:
+        t, o, m = t - t0, o - o0, m - m0
+        st += t
+        stt += t * t
+        so += o
+        sto += t * o
+        sm += m
+        stm += t * m
+        sll += (m - o) * (m - o)
+    sxx = stt - st * st / n
+    if sxx <= 0:
+        return None  # polls all at one time: no rate
+    consume, produce = (sto - st * so / n) / sxx, (stm - st * sm / n) / sxx
+    sl, slope = sm - so, produce - consume
+    residuals = max(0.0, sll - sl * sl / n - slope * slope * sxx)
+    return consume, produce, Fit(slope, math.sqrt(residuals / (n - 2) / sxx), n, series[-1][0] - t0)
+
+
+def _trend(window: list[Sample], min_samples: int) -> str | None:
+    """The group's lag over the window: growing or shrinking when the fitted slope is clear of
+    its own spread, steady otherwise; None with too few polls to say."""
+    points = [(s.t, float(s.lag)) for s in window if s.lag is not None and s.complete]
+    lag = fit(points[change_point(points) :]) if len(points) >= max(min_samples, 3) else None
+    if lag is None:
+        return None
+    if lag.slope > 2 * lag.se and lag.slope * lag.seconds >= 1:
+        return GROWING
+    if lag.slope < -2 * lag.se and -lag.slope * lag.seconds >= 1:
+        return SHRINKING
+    return STEADY

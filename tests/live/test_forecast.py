@@ -1,0 +1,162 @@
+"""The drain forecast (consumers/live/forecast.py) on hand-worked series."""
+
+from __future__ import annotations
+
+import pytest
+
+from consumers.live.forecast import (
+    DRAINED,
+    DRAINING,
+    GROWING,
+    NOT_DRAINING,
+    SHRINKING,
+    STEADY,
+    UNKNOWN,
+    fit,
+    forecast,
+)
+from consumers.live.health import Sample, Thresholds
+
+Q0, Q1 = "orders@broker-a#0", "orders@broker-a#1"
+THRESHOLDS = Thresholds(window_seconds=300, min_samples=3, stall_seconds=60, min_lag=1, retry_rate_per_minute=10)
+
+
+def samples(*polls: tuple[float, dict[str, tuple[int, int]]]) -> list[Sample]:
+    """(t, {queue: (committed offset, max offset)}) per poll, as the poll keeps them (lagging
+    queues only, with their lag)."""
+    found = []
+    for t, queues in polls:
+        lagging = {q: (offset, top - offset) for q, (offset, top) in queues.items() if top > offset}
+        found.append(Sample(t=t, online=True, lag=sum(lag for _, lag in lagging.values()), queues=lagging))
+    return found
+
+
+def test_a_queue_consumed_at_20_and_fed_at_10_per_second_drains_its_550_in_55_seconds():
+    drain = forecast(
+        samples(*((t, {Q0: (20 * t, 1000 + 10 * t)}) for t in (0, 15, 30, 45))),
+        THRESHOLDS,
+    )
+    assert (drain.state, drain.seconds, drain.low, drain.high, drain.queue) == (DRAINING, 55.0, 55.0, 55.0, Q0)
+    (queue,) = drain.queues
+    assert (queue.lag, queue.consume_rate, queue.produce_rate, queue.points) == (550, 20.0, 10.0, 4)
+    assert drain.trend == SHRINKING
+
+
+def test_the_band_is_two_standard_errors_of_the_fitted_drain_rate():
+    # lag 100, 92, 78, 70 at 0, 10, 20, 30 s (max offset 1000): slope -1.04/s; residuals -0.6,
+    # 1.8, -1.8, 0.6 (sum of squares 7.2); se = sqrt(7.2 / 2 / 500) = 0.0848528
+    polls = ((0, 900), (10, 908), (20, 922), (30, 930))
+    drain = forecast(samples(*((t, {Q0: (offset, 1000)}) for t, offset in polls)), THRESHOLDS)
+    assert drain.state == DRAINING
+    assert drain.seconds == pytest.approx(70 / 1.04, abs=0.05)
+    assert drain.low == pytest.approx(70 / (1.04 + 2 * 0.0848528), abs=0.05)
+    assert drain.high == pytest.approx(70 / (1.04 - 2 * 0.0848528), abs=0.05)
+    assert fit([(0, 100), (10, 92), (20, 78), (30, 70)]).se == pytest.approx(0.0848528, rel=1e-6)
+
+
+def test_production_50_against_consumption_30_is_not_draining_and_growing():
+    drain = forecast(samples(*((t, {Q0: (30 * t, 200 + 50 * t)}) for t in (0, 15, 30))), THRESHOLDS)
+    assert (drain.state, drain.seconds, drain.trend, drain.queue) == (NOT_DRAINING, None, GROWING, Q0)
+
+
+def test_two_polls_are_not_enough_history():
+    drain = forecast(samples((0, {Q0: (0, 100)}), (15, {Q0: (10, 100)})), THRESHOLDS)
+    assert (drain.state, drain.seconds) == (UNKNOWN, None)
+    assert drain.reason == "not enough history: 2 poll(s) of 3 needed"
+
+
+def test_no_lagging_queue_is_drained():
+    drain = forecast(samples((0, {Q0: (100, 100)})), THRESHOLDS)
+    assert (drain.state, drain.seconds) == (DRAINED, 0.0)
+
+
+def test_an_offset_that_went_back_starts_the_series_again():
+    # a reset between 15 s and 30 s: only the three polls after it count (100 consumed in 30 s)
+    polls = samples(
+        (0, {Q0: (500, 1000)}), (15, {Q0: (600, 1000)}),
+        (30, {Q0: (100, 1000)}), (45, {Q0: (150, 1000)}), (60, {Q0: (200, 1000)}),
+    )  # fmt: skip
+    drain = forecast(polls, THRESHOLDS)
+    assert drain.queues[0].points == 3
+    assert drain.seconds == pytest.approx(800 / (10 / 3))
+
+
+def test_a_poll_that_could_not_read_the_group_is_skipped_not_a_break():
+    polls = samples(*((t, {Q0: (20 * t, 1000)}) for t in (0, 15, 45)))
+    polls.insert(2, Sample(t=30, online=None, lag=None, complete=False))
+    assert forecast(polls, THRESHOLDS).queues[0].points == 3
+
+
+def test_when_consumption_changes_only_the_stretch_since_is_judged():
+    # 30/s against 50/s for 75 s, then 150/s: the whole window's fit would say about 18/s net
+    before = [(t, {Q0: (30 * t, 50 * t + 20_000)}) for t in (0, 15, 30, 45, 60, 75)]
+    after = [(75 + t, {Q0: (2250 + 150 * t, 23_750 + 50 * t)}) for t in (15, 30, 45, 60, 75, 90)]
+    drain = forecast(samples(*before, *after), THRESHOLDS)
+    lag_now = 23_750 + 50 * 90 - (2250 + 150 * 90)  # 12,500 at 100/s net
+    assert drain.state == DRAINING
+    assert drain.seconds == pytest.approx(lag_now / 100)
+    assert drain.queues[0].consume_rate == pytest.approx(150)
+    assert drain.queues[0].points in (6, 7)  # the poll at 75 s lies on both lines
+
+
+def test_noise_alone_does_not_cut_the_series():
+    # one rate (10/s net) with a poll's jitter of a few messages: every poll is judged
+    jitter = [0, 3, -2, 4, -3, 1, -4, 2, 0, -1, 3, -2]
+    polls = [(15 * i, {Q0: (10 * 15 * i + j, 50_000)}) for i, j in enumerate(jitter)]
+    drain = forecast(samples(*polls), THRESHOLDS)
+    assert drain.queues[0].points == len(jitter)
+    assert drain.queues[0].consume_rate == pytest.approx(10, rel=0.01)
+
+
+def test_the_slowest_queue_decides_and_a_growing_queue_makes_the_group_not_draining():
+    drain = forecast(
+        samples(*((t, {Q0: (10 * t, 100), Q1: (10 * t, 1000)}) for t in (0, 5, 10))),  # 100 s left on Q1
+        THRESHOLDS,
+    )
+    assert (drain.state, drain.queue, drain.seconds) == (DRAINING, Q1, 90.0)
+    drain = forecast(
+        samples(*((t, {Q0: (10 * t, 100), Q1: (t, 1000 + 2 * t)}) for t in (0, 5, 10))),
+        THRESHOLDS,
+    )
+    assert (drain.state, drain.queue) == (NOT_DRAINING, Q1)
+
+
+def test_a_band_whose_slow_end_does_not_drain_has_no_upper_bound():
+    # lag 100, 90, 99, 80 (both counters only grow): drains on average, but the spread includes
+    # not draining
+    polls = ((0, 900, 1000), (10, 915, 1005), (20, 916, 1015), (30, 940, 1020))
+    drain = forecast(samples(*((t, {Q0: (offset, top)}) for t, offset, top in polls)), THRESHOLDS)
+    assert drain.state == DRAINING
+    assert drain.seconds is not None and drain.high is None
+
+
+def test_a_lag_that_holds_still_is_steady():
+    polls = samples(*((t, {Q0: (10 * t, 500 + 10 * t)}) for t in (0, 15, 30, 45)))
+    drain = forecast(polls, THRESHOLDS)
+    assert (drain.state, drain.trend) == (NOT_DRAINING, STEADY)
+
+
+def test_polls_older_than_the_window_do_not_count():
+    old = [(t, {Q0: (t, 10_000)}) for t in (0, 15, 30)]  # 1/s, long ago
+    new = [(t, {Q0: (1000 + 100 * (t - 400), 10_000)}) for t in (400, 415, 430)]
+    drain = forecast(samples(*old, *new), THRESHOLDS)
+    assert drain.queues[0].points == 3
+    assert drain.queues[0].consume_rate == pytest.approx(100)
+
+
+def test_the_wire_form_rounds_and_names_the_state():
+    wire = forecast(samples(*((t, {Q0: (20 * t, 1000 + 10 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS).to_wire()
+    assert wire == {"state": DRAINING, "seconds": 55.0, "low": 55.0, "high": 55.0, "trend": SHRINKING, "queue": Q0,
+                    "reason": None}  # fmt: skip
+
+
+def test_after_several_changes_the_newest_stretch_is_judged():
+    # 30/s against 50/s, then nobody consumes for two polls (a consumer replaced), then 150/s
+    polls, offset, top, t = [], 0, 20_000, 0
+    for rate, count in ((30, 10), (0, 2), (150, 5)):
+        for _ in range(count):
+            t, offset, top = t + 3, offset + 3 * rate, top + 3 * 50
+            polls.append((t, {Q0: (offset, top)}))
+    drain = forecast(samples(*polls), THRESHOLDS)
+    assert drain.queues[0].consume_rate == pytest.approx(150)
+    assert drain.seconds == pytest.approx((top - offset) / 100)

@@ -1,0 +1,69 @@
+"""The drain forecast on the real cluster, with the Java harness's clients: production at 50
+msg/s against consumption near 30 is "not at this rate" and growing within 3 polls; with
+consumption raised to near 150, the forecast made then is within 25 % of the time the lag
+really took to reach the floor (both printed)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from consumers.live import snapshots
+from consumers.live.poll import poll_cluster
+from consumers.models import Cluster
+from tests.support.scenarios import wait
+
+pytestmark = [pytest.mark.broker]
+
+POLL_SPACING = 3.0  # seconds between polls: the forecast is judged on their times
+BACKLOG = 8000  # what the raised consumption drains (at about 100/s net: over a minute)
+FLOOR = 100  # the lag the group reaches at best: offsets are committed once a second at 50/s
+
+
+def test_a_group_not_keeping_up_then_catching_up_is_forecast_as_it_happens(
+    db, namesrv, names, create_topic, traffic, redis, history_dir
+):
+    topic, group = create_topic(names.topic("drain"), queues=2), names.group("drain")
+    cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+
+    def poll():
+        poll_cluster(cluster)
+        return snapshots.read_details(redis, cluster.pk)[group]
+
+    traffic.produce(topic, BACKLOG, quiet=True, timeout=180)
+    producer = traffic.produce(topic, -1, rate=50, quiet=True, wait=False)
+    try:
+        slow = traffic.consume(group, topic, threads=1, sleepMs=33, quiet=True)
+        # from the first poll that sees all 4 queues committed, three polls
+        wait(lambda: sum(1 for q in poll().queues if not q.retry and q.consumer) == 4, 90, "4 queues committed")
+        for _ in range(2):
+            time.sleep(POLL_SPACING)
+            doc = poll()
+        print(f"\nconsuming near 30/s against 50/s: {doc.drain}")
+        assert (doc.drain["state"], doc.drain["trend"]) == ("NOT_DRAINING", "growing"), doc.drain_queues
+
+        slow.stop()
+        raised = time.monotonic()
+        traffic.consume(group, topic, threads=5, sleepMs=33, quiet=True)
+        # the forecast made 8 polls (24 s) after the raise, while draining: what an operator reads then
+        made = None
+        while made is None:
+            time.sleep(POLL_SPACING)
+            doc, now = poll(), time.monotonic()
+            if now - raised > 8 * POLL_SPACING and doc.drain["state"] == "DRAINING":
+                made = (now, doc.drain, doc.lag)
+                judged = max(q["judged_seconds"] for q in doc.drain_queues)
+                print(f"judged over the last {judged:.0f} s of polls, {now - raised:.0f} s after the raise")
+            assert now - raised < 120, f"no forecast while draining: {doc.drain} {doc.drain_queues}"
+        at, forecast, lag = made
+        while doc.lag is None or doc.lag > FLOOR:
+            time.sleep(POLL_SPACING / 3)
+            doc = poll()
+            assert time.monotonic() - at < 4 * forecast["seconds"] + 60, f"not drained: lag {doc.lag}"
+        took = time.monotonic() - at
+        print(f"forecast {forecast['seconds']:.0f} s (band {forecast['low']}–{forecast['high']}) at lag {lag}; "
+              f"the lag reached {doc.lag} after {took:.0f} s")  # fmt: skip
+        assert forecast["seconds"] == pytest.approx(took, rel=0.25)
+    finally:
+        producer.stop()
