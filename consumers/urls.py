@@ -6,6 +6,8 @@ from . import identity
 from .alerts import views as alerts
 from .changes import api as changes_api
 from .changes import views as changes
+from .clients import api as clients_api
+from .clients import views as clients
 from .dlq import api as dlq_api
 from .dlq import views as dlq
 from .live import api as live_api
@@ -39,6 +41,9 @@ urlpatterns = [
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/", skips.skip_form, name="skip-form"),
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/request/", skips.skip_create, name="skip-create"),
     path("groups/<slug:cluster>/<str:group>/config/", subscriptions.config_page, name="config-page"),
+    path("groups/<slug:cluster>/<str:group>/clients/", clients.group_clients, name="group-clients"),
+    path("groups/<slug:cluster>/<str:group>/clients/stacks/", clients.capture_stacks, name="capture-stacks"),
+    path("groups/<slug:cluster>/<str:group>/clients/<str:client_id>/", clients.client_detail, name="client-detail"),
     path("groups/<slug:cluster>/<str:group>/config/request/", subscriptions.config_create, name="config-create"),
     path("changes/", changes.change_list, name="change-list"),
     path("changes/<int:pk>/", changes.change_detail, name="change-detail"),
@@ -81,6 +86,7 @@ urlpatterns = [
     path("api/groups/", live_api.groups, name="api-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
     path("api/groups/<slug:cluster>/<str:group>/config/", subscriptions.config_api, name="api-group-config"),
+    path("api/groups/<slug:cluster>/<str:group>/clients/", clients_api.group_clients, name="api-group-clients"),
     path("api/alerts/", alerts.api_alerts, name="api-alerts"),
     path("api/dlq/jobs/<int:pk>/", dlq_api.job, name="api-dlq-job"),
     path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),

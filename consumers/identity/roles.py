@@ -114,6 +114,9 @@ ACCESS: dict[str, Rule] = {
     "skip-create": Rule(get=None, post=REQUEST),
     "config-page": Rule(sees="the change, pause and resume forms: operator and admin"),
     "config-create": Rule(get=None, post=REQUEST),
+    "group-clients": Rule(sees="capture stacks: operator and admin"),
+    "client-detail": Rule(),
+    "capture-stacks": Rule(get=None, post=REQUEST, sees="thread stacks (code paths, never message bodies)"),
     "change-list": Rule(),
     "change-detail": Rule(sees="approve/reject: approvers other than the author; cancel: the author"),
     "change-action": Rule(
@@ -159,6 +162,7 @@ ACCESS: dict[str, Rule] = {
     "api-groups": Rule(),
     "api-group": Rule(),
     "api-group-config": Rule(),
+    "api-group-clients": Rule(),
     "api-alerts": Rule(),
     "api-dlq-messages": Rule(sees=BODY_RULE),
     "api-dlq-redrive": Rule(get=None, post=REQUEST),

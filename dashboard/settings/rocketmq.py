@@ -40,6 +40,12 @@ ROCKETMQ_LAGTIME_BUDGET = env.int("ROCKETMQ_LAGTIME_BUDGET", 256)
 HEALTH_WINDOW_SECONDS = env.int("HEALTH_WINDOW_SECONDS", 300)
 HEALTH_STALL_SECONDS = env.int("HEALTH_STALL_SECONDS", 60)
 HEALTH_MIN_SAMPLES = env.int("HEALTH_MIN_SAMPLES", 3)
+# Captures of a group's thread stacks (consumers/clients/): how many are kept per group and how
+# long, and how recent the latest must be to stand as evidence beside a STALLED or
+# FALLING_BEHIND group's health
+CLIENT_STACKS_KEEP = env.int("CLIENT_STACKS_KEEP", 10)
+CLIENT_STACKS_RETENTION_SECONDS = env.int("CLIENT_STACKS_RETENTION_SECONDS", 7 * 86400)
+CLIENT_STACKS_EVIDENCE_SECONDS = env.int("CLIENT_STACKS_EVIDENCE_SECONDS", 900)
 HEALTH_MIN_LAG = env.int("HEALTH_MIN_LAG", 1)
 HEALTH_RETRY_RATE_PER_MINUTE = env.float("HEALTH_RETRY_RATE_PER_MINUTE", 60)
 # more polls than this in the window with a changed queue allocation: REBALANCE_STORM

@@ -32,6 +32,7 @@ POST_DATA = {
     "reset-create": {"strategy": "earliest", "reason": "replay"},
     "skip-create": {"count": "1", "copy_to_dlq": "on", "reason": "poison"},
     "config-create": {"retryMaxTimes": "3", "reason": "fewer retries"},
+    "capture-stacks": {},
     "change-action": {"action": "approve"},
     "dlq-redrive": {"target": "group", "rate": "10"},
     "dlq-make-readable": {},
@@ -81,6 +82,7 @@ def world(personas, redis, settings, tmp_path, monkeypatch):
                                      reason="deploy", created_by=personas["admin"])  # fmt: skip
     return {
         "cluster": "east", "group": "orders", "topic": "orders", "broker": "broker-a", "queue_id": 0, "offset": 0,
+        "client_id": "10.0.0.9@4242#1",
         "pk": {"change": change.pk, "dlq-job": job.pk, "report": report.pk, "stats": run.pk, "token": token.pk,
                "alert": alert.pk, "silence": silence.pk},
     }  # fmt: skip

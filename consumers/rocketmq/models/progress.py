@@ -149,6 +149,8 @@ class ProcessQueueInfo:
     dropped: bool
     last_pull_timestamp: int
     last_consume_timestamp: int
+    try_unlock_times: int = 0  # orderly: how often it tried to give the queue's lock back
+    last_lock_timestamp: int = 0
 
     @classmethod
     def from_wire(cls, data: dict) -> ProcessQueueInfo:
@@ -162,6 +164,8 @@ class ProcessQueueInfo:
             dropped=bool(data.get("droped", False)),  # sic: the Java field name
             last_pull_timestamp=int(data.get("lastPullTimestamp", 0)),
             last_consume_timestamp=int(data.get("lastConsumeTimestamp", 0)),
+            try_unlock_times=int(data.get("tryUnlockTimes", 0)),
+            last_lock_timestamp=int(data.get("lastLockTimestamp", 0)),
         )
 
 

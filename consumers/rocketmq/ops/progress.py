@@ -88,10 +88,12 @@ class Progress(Operations):
         return await self._many(RequestCode.GET_TOPIC_STATS_INFO, requests, TopicStatsTable.from_wire, "topic stats")
 
     async def running_info_many(
-        self, targets: list[tuple[str, str, str]], *, timeout: float | None = None
+        self, targets: list[tuple[str, str, str]], *, timeout: float | None = None, jstack: bool = False
     ) -> list[ConsumerRunningInfo | RocketMQError]:
-        """(group, client id, broker address) -> what each client reports about itself."""
-        requests = [(a, {"consumerGroup": g, "clientId": c, "jstackEnable": "false"}) for g, c, a in targets]
+        """(group, client id, broker address) -> what each client reports about itself (with its
+        threads' stacks when `jstack`)."""
+        flag = "true" if jstack else "false"
+        requests = [(a, {"consumerGroup": g, "clientId": c, "jstackEnable": flag}) for g, c, a in targets]
         code = RequestCode.GET_CONSUMER_RUNNING_INFO
         return await self._many(code, requests, ConsumerRunningInfo.from_wire, "consumer running info", timeout=timeout)
 
