@@ -319,3 +319,32 @@ def _trend(window: list[Sample], min_samples: int) -> str | None:
     if lag.slope < -2 * lag.se and -lag.slope * lag.seconds >= 1:
         return SHRINKING
     return STEADY
+
+
+def after_reset(rows: list[dict], drain_queues: list[dict]) -> dict:
+    """The drain forecast if a reset's plan ran now: each queue's lag from its target to its max
+    offset, drained at the net rate its consumers showed while they had a backlog (the group's
+    latest forecast). A queue with a backlog after the reset but none now has no measured rate
+    (its consumers only kept up with production): unknown, and counted as such."""
+    rates = {q["queue"]: q for q in drain_queues if q.get("consume_rate") is not None}
+    slowest, seconds, unknown = None, 0.0, 0
+    for row in rows:
+        if row.get("target") is None or row.get("max") is None:
+            continue
+        lag = max(0, row["max"] - row["target"])
+        if lag == 0:
+            continue
+        queue = rates.get(row["label"])
+        if queue is None:
+            unknown += 1
+            continue
+        rate = queue["consume_rate"] - queue["produce_rate"]
+        if rate <= 0:
+            return {"state": NOT_DRAINING, "seconds": None, "queue": row["label"], "unknown": unknown}
+        if lag / rate > seconds:
+            slowest, seconds = row["label"], lag / rate
+    if unknown:
+        return {"state": UNKNOWN, "seconds": None, "queue": None, "unknown": unknown}
+    if slowest is None:
+        return {"state": DRAINED, "seconds": 0.0, "queue": None, "unknown": 0}
+    return {"state": DRAINING, "seconds": round(seconds, 1), "queue": slowest, "unknown": 0}

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import time
 
+import redis as redis_py
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy as _
 
 from ..changes.guards import Actor, ChangeRefused
 from ..identity import cluster_or_404, console_action, console_page, remote_addr, scope_of
 from ..jobs.redis_client import get_redis
-from ..live import selectors
+from ..live import selectors, snapshots
+from ..live.forecast import after_reset
 from ..rocketmq import RocketMQError
 from . import services
 from .forms import ResetForm
@@ -69,7 +71,17 @@ def reset_preview(request, cluster: str, group: str):
         return render(
             request, "resets/_preview.html", {**context, "error": _("broker: %(error)s") % {"error": exc}}, status=502
         )
-    return render(request, "resets/_preview.html", {**context, "plan": plan})
+    return render(request, "resets/_preview.html", {**context, "plan": plan, "after": _after(cluster, group, plan)})
+
+
+def _after(cluster, group: str, plan: dict) -> dict | None:
+    """The drain forecast if the plan ran now, from the rates of the group's last poll (None
+    without one)."""
+    try:
+        doc = snapshots.read_detail(get_redis(), cluster.pk, group)
+    except redis_py.RedisError:  # the preview stands without it
+        return None
+    return after_reset(plan["rows"], doc.drain_queues) if doc is not None else None
 
 
 @console_action

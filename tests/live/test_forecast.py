@@ -12,6 +12,7 @@ from consumers.live.forecast import (
     SHRINKING,
     STEADY,
     UNKNOWN,
+    after_reset,
     fit,
     forecast,
 )
@@ -160,3 +161,18 @@ def test_after_several_changes_the_newest_stretch_is_judged():
     drain = forecast(samples(*polls), THRESHOLDS)
     assert drain.queues[0].consume_rate == pytest.approx(150)
     assert drain.seconds == pytest.approx((top - offset) / 100)
+
+
+def test_after_a_reset_each_queue_drains_its_new_lag_at_the_rate_its_consumers_showed():
+    rows = [
+        {"label": Q0, "max": 10_000, "target": 4_000},  # 6,000 to consume at 20 - 10 = 10/s: 600 s
+        {"label": Q1, "max": 500, "target": 500},  # nothing left
+    ]
+    measured = [{"queue": Q0, "consume_rate": 20.0, "produce_rate": 10.0}]
+    assert after_reset(rows, measured) == {"state": DRAINING, "seconds": 600.0, "queue": Q0, "unknown": 0}
+    # a queue without a backlog now has no measured capacity: unknown, never a guess
+    rows[1]["target"] = 0
+    assert after_reset(rows, measured) == {"state": UNKNOWN, "seconds": None, "queue": None, "unknown": 1}
+    slower = [{"queue": Q0, "consume_rate": 10.0, "produce_rate": 12.0}]
+    assert after_reset(rows[:1], slower)["state"] == NOT_DRAINING
+    assert after_reset([{"label": Q0, "max": 5, "target": 5}], measured)["state"] == DRAINED

@@ -76,3 +76,19 @@ def test_the_overview_shows_the_most_behind_with_their_figures(viewer_client, ea
     html = viewer_client.get("/").content.decode()
     assert 'data-drain="DRAINING" title="in about 15 s (15 s – 15 s)">15 s</td>' in html
     assert 'data-drain="NOT_DRAINING" title="not at this rate">never</td>' in html
+
+
+def test_the_reset_preview_says_when_the_lag_would_be_consumed_if_the_reset_ran_now(viewer_client, east):
+    from django.template.loader import render_to_string
+
+    from consumers.jobs.redis_client import get_redis
+    from consumers.live import snapshots
+    from consumers.live.forecast import after_reset
+
+    doc = snapshots.read_detail(get_redis(), east.pk, "orders")  # 1.7/s a queue, nothing produced
+    rows = [{"label": f"T@broker-a#{i}", "max": 1000, "target": 900, "topic": "T"} for i in range(4)]
+    after = after_reset(rows, doc.drain_queues)
+    assert after == {"state": "DRAINING", "seconds": 60.0, "queue": "T@broker-a#0", "unknown": 0}  # 100 at 5/3 a second
+    plan = {"online": True, "clients": [], "read_at_ms": 0, "params": {}, "rows": [], "totals": {}}
+    html = render_to_string("resets/_preview.html", {"plan": plan, "after": after})
+    assert "If it ran now: the lag would be consumed in about 60 s at the rates of the last polls" in html
