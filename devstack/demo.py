@@ -108,6 +108,8 @@ class Demo:
 
             self.log("Starting Keycloak (single sign-on; the console realm's teams and users) ...")
             self.keycloak = LocalKeycloak(ensure_keycloak(log=self.log), port=KEYCLOAK_PORT).start()
+            if self.http_port != 8000:  # the realm file names the console at :8000 for logout tokens
+                self.keycloak.set_backchannel_logout(f"http://127.0.0.1:{self.http_port}/oidc/backchannel-logout/")
         call_command("migrate", verbosity=0)
         users = self._prepare_database()
         self.log(

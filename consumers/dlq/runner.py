@@ -53,7 +53,7 @@ from ..rocketmq.codes import retry_topic
 from ..rocketmq.message import Message
 from ..rocketmq.models import Outgoing
 from .browse import CHUNK, DlqQueue, Selection, dlq_queues, scan
-from .ending import job_ended
+from .ending import despite_the_soft_limit, fail, finish, hand_on
 from .models import RedriveJob, RedrivenMessage
 from .targets import TargetRefused, check_group_target
 
@@ -102,26 +102,14 @@ def run_job(job_id: int) -> RedriveJob | None:
                 if not _drain(session, job, token, source, end, pacer, readable.get(source, True)):
                     return _let_go(job, token)  # paused, cancelled or taken over
     except SoftTimeLimitExceeded:
-        return _hand_on(job, token)
+        return hand_on(job, token)
     except TargetRefused as exc:
-        _fail(job, token, str(exc))
+        despite_the_soft_limit(fail, job, token, str(exc))
         return RedriveJob.objects.get(pk=job.pk)
     except RocketMQError as exc:
-        _fail(job, token, f"{type(exc).__name__}: {exc}")
+        despite_the_soft_limit(fail, job, token, f"{type(exc).__name__}: {exc}")
         return RedriveJob.objects.get(pk=job.pk)
-    return _despite_the_soft_limit(_finish, job, token)
-
-
-def _despite_the_soft_limit(step, *args):
-    """An ending step run to its end though the soft time limit (one signal, raised wherever the
-    task is) lands in it: in _finish it left a job done and its request running for good. Each
-    step moves the job from the state it expects, with its audit in one transaction: run again,
-    it completes what was interrupted. (_fail is not guarded yet: it appends and audits again.)"""
-    try:
-        return step(*args)
-    except SoftTimeLimitExceeded:
-        log.info("the soft time limit came while ending a redrive job: ending it again")
-        return step(*args)
+    return despite_the_soft_limit(finish, job, token)
 
 
 def _let_go(job: RedriveJob, token: str) -> RedriveJob:
@@ -401,45 +389,3 @@ def _sent_row(message: Message, copy: Outgoing) -> dict:
         "target_topic": copy.topic,
         "sent_msg_id": copy.unique_key,
     }
-
-
-def _finish(job: RedriveJob, token: str) -> RedriveJob:
-    job.refresh_from_db()
-    if job.failed:
-        state = RedriveJob.State.FAILED
-    else:  # everything it could read went; brokers left out at planning make it partial
-        state = RedriveJob.State.PARTIAL if job.untouched else RedriveJob.State.DONE
-    with transaction.atomic():  # the move and its audit, or neither (_despite_the_soft_limit)
-        if RedriveJob.objects.filter(pk=job.pk, run_token=token, state=RedriveJob.State.RUNNING).update(
-            state=state, finished_at=timezone.now()
-        ):
-            details = {"job": job.pk, "moved": job.moved, "failed": job.failed, "total": job.total,
-                       "recovered": job.recovered, "untouched": [u["broker"] for u in job.untouched]}  # fmt: skip
-            audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
-                         details=details)  # fmt: skip
-    ended = RedriveJob.objects.select_related("change_request").get(pk=job.pk)
-    job_ended(ended)
-    return ended
-
-
-def _hand_on(job: RedriveJob, token: str) -> RedriveJob:
-    """The task reached its soft time limit: queue the job again from its checkpoint (what was
-    sent and not recorded is looked for on the target, as after a take-over), so a redrive
-    longer than REDRIVE_TIME_LIMIT goes on in a new task instead of being killed mid-window."""
-    if RedriveJob.objects.filter(pk=job.pk, run_token=token, state=RedriveJob.State.RUNNING).update(
-        state=RedriveJob.State.QUEUED, run_token=""
-    ):
-        audit.record("redrive-continued", username="system", cluster=job.cluster.name, group=job.group,
-                     details={"job": job.pk, "why": "the task's soft time limit (REDRIVE_TIME_LIMIT)"})  # fmt: skip
-    return RedriveJob.objects.get(pk=job.pk)
-
-
-def _fail(job: RedriveJob, token: str, error: str) -> None:
-    job.refresh_from_db(fields=["failures"])
-    if not RedriveJob.objects.filter(pk=job.pk, run_token=token).update(
-        state=RedriveJob.State.FAILED, failures=(job.failures + [{"error": error}])[-50:], finished_at=timezone.now()
-    ):
-        return  # taken over meanwhile: the new run ends it
-    audit.record("redrive-result", username="system", cluster=job.cluster.name, group=job.group,
-                 details={"job": job.pk, "error": error})  # fmt: skip
-    job_ended(RedriveJob.objects.select_related("change_request").get(pk=job.pk))

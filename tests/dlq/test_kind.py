@@ -14,7 +14,7 @@ from consumers.changes import tasks, workflow
 from consumers.changes.guards import Actor
 from consumers.changes.models import ChangeRequest, State
 from consumers.changes.services import decide
-from consumers.dlq import redrive, runner
+from consumers.dlq import ending, redrive, runner
 from consumers.dlq.ending import request_state_for
 from consumers.dlq.models import RedriveJob
 from consumers.models import Cluster
@@ -65,7 +65,7 @@ def test_approval_queues_the_jobs_own_task_and_the_request_ends_with_the_job(
     assert job.state == RedriveJob.State.QUEUED and job.change_request.state == State.RUNNING
     token = _claim(job)
     RedriveJob.objects.filter(pk=job.pk).update(moved=5000)
-    runner._finish(job, token)
+    ending.finish(job, token)
     request = ChangeRequest.objects.get(pk=job.change_request_id)
     assert request.state == State.DONE and request.result == {"job": job.pk, "moved": 5000, "failed": 0}
 
@@ -82,7 +82,7 @@ def test_paused_and_resumed_then_done_ends_the_request(personas, waiting, queued
     assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.RUNNING  # paused: still its run
     token = _claim(job)
     RedriveJob.objects.filter(pk=job.pk).update(moved=5000)
-    runner._finish(job, token)
+    ending.finish(job, token)
     assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.DONE
 
 
@@ -99,7 +99,7 @@ def test_a_failed_job_ends_its_request_failed_or_partial(personas, waiting, queu
     job = _approve(waiting, personas, queued)
     token = _claim(job)
     RedriveJob.objects.filter(pk=job.pk).update(moved=10)
-    runner._fail(job, token, "BrokerUnreachable: broker-a")
+    ending.fail(job, token, "BrokerUnreachable: broker-a")
     assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.PARTIAL
 
 
@@ -170,7 +170,38 @@ def test_a_soft_time_limit_landing_while_the_job_ends_still_ends_it_and_its_requ
         return record(action, **kwargs)
 
     monkeypatch.setattr(runner.audit, "record", the_signal_lands_here)
-    ended = runner._despite_the_soft_limit(runner._finish, job, token)
+    ended = ending.despite_the_soft_limit(ending.finish, job, token)
     assert ended.state == RedriveJob.State.DONE and calls == ["redrive-result", "redrive-result", "result"]
     assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.DONE
     assert AuditEvent.objects.filter(action="redrive-result").count() == 1  # the interrupted one rolled back
+
+
+def test_a_soft_time_limit_landing_while_the_job_fails_records_the_failure_and_ends_the_request_once(
+    personas, waiting, queued, monkeypatch, django_capture_on_commit_callbacks
+):
+    """As for finish: the signal in the middle of fail, first in its audit, then in the request's
+    end (after the job's row said failed): run again, the failure is recorded once, audited once,
+    and the request ends."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from consumers.audit.models import AuditEvent
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = _approve(waiting, personas, queued)
+    token = _claim(job)
+    record, calls = ending.audit.record, []
+
+    def the_signal_lands_here(action, **kwargs):
+        calls.append(action)
+        if len(calls) in (1, 3):  # the job's audit, then the request's end
+            raise SoftTimeLimitExceeded()
+        return record(action, **kwargs)
+
+    monkeypatch.setattr(ending.audit, "record", the_signal_lands_here)
+    with pytest.raises(SoftTimeLimitExceeded):  # a third landing is not caught: the worker's limit decides
+        ending.despite_the_soft_limit(ending.fail, job, token, "BrokerUnreachable: broker-a")
+    ending.despite_the_soft_limit(ending.fail, job, token, "BrokerUnreachable: broker-a")
+    failed = RedriveJob.objects.get(pk=job.pk)
+    assert failed.state == RedriveJob.State.FAILED and failed.failures == [{"error": "BrokerUnreachable: broker-a"}]
+    assert ChangeRequest.objects.get(pk=job.change_request_id).state == State.FAILED
+    assert AuditEvent.objects.filter(action="redrive-result").count() == 1
