@@ -176,3 +176,15 @@ def test_after_a_reset_each_queue_drains_its_new_lag_at_the_rate_its_consumers_s
     slower = [{"queue": Q0, "consume_rate": 10.0, "produce_rate": 12.0}]
     assert after_reset(rows[:1], slower)["state"] == NOT_DRAINING
     assert after_reset([{"label": Q0, "max": 5, "target": 5}], measured)["state"] == DRAINED
+
+
+def test_a_poll_that_read_only_part_of_the_group_still_counts_for_the_queues_it_read():
+    # seen on the real cluster: the newest poll had a problem elsewhere (a proxy unreadable), so
+    # its sample was incomplete; its queues were read all the same and are points
+    polls = samples(*((t, {Q0: (20 * t, 1000), Q1: (20 * t, 1000)}) for t in (0, 15, 30, 45)))
+    for poll in polls[2:]:
+        poll.complete = False
+    del polls[2].queues[Q1]  # Q1 unread at 30 s: neither a point nor a break
+    drain = forecast(polls, THRESHOLDS)
+    assert [q.points for q in drain.queues] == [4, 3]
+    assert drain.state == DRAINING and drain.seconds == pytest.approx(100 / 20)

@@ -105,6 +105,6 @@ def test_prometheus_stores_the_lag_the_api_gives(live_server, redis, history_dir
         up = prometheus.query('up{job="rocketmq-console"}')
         assert [r["value"][1] for r in up] == ["1"]
         rules = [r for g in prometheus.api("rules")["groups"] for r in g["rules"]]
-        assert len(rules) == 10 and all(r["health"] != "err" for r in rules)
+        assert len(rules) == 12 and all(r["health"] != "err" for r in rules)
     finally:
         prometheus.stop()
