@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from consumers.models import Cluster, KnownBroker
 from devstack.processes import ManagedProcess, free_port
 from devstack.redis import LocalRedis, redis_answers
 from tests.support.scenarios import wait
+from tests.support.workers import console_environment, create_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +40,6 @@ pytestmark = pytest.mark.slow
 # five minutes to every run of the suite, and nothing but the wait differs)
 OUTAGE = float(os.environ.get("REDIS_OUTAGE_SECONDS", "45"))
 POLL_INTERVAL = 5  # the smallest a cluster may have: two polls are 10 s
-
-SETUP = """
-import django; django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
-from consumers.models import Cluster
-print(Cluster.objects.create(name="outage", namesrv_addrs=sys.argv[1], poll_interval=int(sys.argv[2])).pk)
-"""
 
 
 def _meta(url: str, cluster_id: int):
@@ -64,19 +56,8 @@ def test_workers_survive_redis_down_and_data_is_fresh_within_two_polls(
     # a group of its own, so the polls find one whatever ran before this test
     mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", names.group("outage"))
     server = LocalRedis(tmp_path / "redis")
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
-        "VAR_DIR": str(tmp_path / "var"),
-        "REDIS_URL": server.url,
-        "SECRET_KEY": "redis-outage-" + "k" * 50,
-        "DEBUG": "false",
-    }
-    command = [sys.executable, "-c", "import sys\n" + SETUP, namesrv, str(POLL_INTERVAL)]
-    setup = subprocess.run(command, env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180)
-    assert setup.returncode == 0, setup.stderr[-3000:]
-    cluster_id = int(setup.stdout.split()[-1])
+    environment = console_environment(tmp_path, server.url)
+    cluster_id = create_cluster(environment, namesrv, POLL_INTERVAL)
     celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
     workers = [
         ManagedProcess(
@@ -211,17 +192,12 @@ def test_a_worker_running_a_long_task_survives_redis_down_and_takes_tasks_again(
     (tmp_path / "outage_tasks.py").write_text(OUTAGE_TASKS)
     tasks_log, release = tmp_path / "tasks.log", tmp_path / "release"
     tasks_log.touch()
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
-        "VAR_DIR": str(tmp_path / "var"),
-        "REDIS_URL": url,
-        "SECRET_KEY": "redis-outage-" + "k" * 50,
-        "DEBUG": "false",
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(settings.BASE_DIR)]),
-        "OUTAGE_TASK_LOG": str(tasks_log),
-    }
+    environment = console_environment(
+        tmp_path,
+        url,
+        PYTHONPATH=os.pathsep.join([str(tmp_path), str(settings.BASE_DIR)]),
+        OUTAGE_TASK_LOG=str(tasks_log),
+    )
     worker = ManagedProcess(
         "worker",
         [sys.executable, "-m", "celery", "-A", "outage_tasks", "worker", "--pool", "prefork", "-c", "2",

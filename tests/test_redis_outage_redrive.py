@@ -11,7 +11,6 @@ REDRIVE_SOURCE once), the worker's process id, the cluster's poll meta in Redis.
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -29,6 +28,7 @@ from consumers.live import snapshots
 from devstack.processes import ManagedProcess, free_port
 from tests.dlq.test_dlq import fill_dlq, target_messages
 from tests.support.scenarios import wait
+from tests.support.workers import console_environment
 from tests.test_prefork_worker import PLAN_AND_APPROVE
 from tests.test_redis_outage import _redis_keeping_data
 
@@ -49,16 +49,7 @@ def test_a_redrive_running_through_a_redis_outage_ends_exactly_once_and_polls_re
     server = _redis_keeping_data(folder, port)
     url = f"redis://127.0.0.1:{port}/0"
     database = tmp_path / "console.sqlite3"
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DATABASE_URL": f"sqlite:///{database}",
-        "VAR_DIR": str(tmp_path / "var"),
-        "REDIS_URL": url,
-        "SECRET_KEY": "redis-outage-redrive-" + "k" * 40,
-        "DEBUG": "false",
-        "REDRIVE_APPROVAL_THRESHOLD": "10",
-    }
+    environment = console_environment(tmp_path, url, REDRIVE_APPROVAL_THRESHOLD="10")
     celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
     command = [*celery, "worker", "--pool", "prefork", "-c", "2", "-n", "redrive@%h", "-l", "info"]
     worker = ManagedProcess("worker", command, log_path=tmp_path / "worker.log", cwd=settings.BASE_DIR, env=environment)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,8 @@ from consumers.live import snapshots
 from devstack.processes import ManagedProcess
 from devstack.redis import LocalRedis
 from tests.support.scenarios import wait
-from tests.test_redis_outage import POLL_INTERVAL, SETUP
+from tests.support.workers import console_environment, create_cluster
+from tests.test_redis_outage import POLL_INTERVAL
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker]
 
@@ -33,19 +33,8 @@ PROMISED_DELAY = 15.0  # docs/operations.md: a dead poller delays its cluster's 
 
 def test_a_worker_killed_mid_poll_delays_the_next_poll_by_at_most_15_seconds(tmp_path: Path, namesrv, settings):
     server = LocalRedis(tmp_path / "redis")
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
-        "VAR_DIR": str(tmp_path / "var"),
-        "REDIS_URL": server.url,
-        "SECRET_KEY": "killed-worker-" + "k" * 50,
-        "DEBUG": "false",
-    }
-    command = [sys.executable, "-c", "import sys\n" + SETUP, namesrv, str(POLL_INTERVAL)]
-    setup = subprocess.run(command, env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180)
-    assert setup.returncode == 0, setup.stderr[-3000:]
-    cluster_id = int(setup.stdout.split()[-1])
+    environment = console_environment(tmp_path, server.url)
+    cluster_id = create_cluster(environment, namesrv, POLL_INTERVAL)
     celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
     workers = {
         n: ManagedProcess(

@@ -42,20 +42,27 @@ class Fit:
     seconds: float  # the time the points span
 
 
-def fit(points: list[tuple[float, float]]) -> Fit | None:
-    """Least squares of y on t; None with fewer than 3 points or no time between them."""
-    n = len(points)
-    if n < 3:
-        return None
+def _sums(points: list[tuple[float, float]]) -> tuple[float, float, float, float, float, float]:
+    """The first t, and the sums of t, y, tt, ty, yy with every point shifted to the first (no
+    cancellation in the sums of squares: t is seconds since 1970)."""
     t0, y0 = points[0]
     st = sy = stt = sty = syy = 0.0
-    for t, y in points:  # shifted to the first point: no cancellation in the sums of squares
+    for t, y in points:
         t, y = t - t0, y - y0
         st += t
         sy += y
         stt += t * t
         sty += t * y
         syy += y * y
+    return t0, st, sy, stt, sty, syy
+
+
+def fit(points: list[tuple[float, float]]) -> Fit | None:
+    """Least squares of y on t; None with fewer than 3 points or no time between them."""
+    n = len(points)
+    if n < 3:
+        return None
+    t0, st, sy, stt, sty, syy = _sums(points)
     sxx = stt - st * st / n
     if sxx <= 0:
         return None
@@ -83,15 +90,8 @@ def _split(points: list[tuple[float, float]]) -> int:
     n = len(points)
     if n < 5:
         return 0
-    t0, y0 = points[0]
-    st = sy = stt = sty = syy = 0.0
-    for t, y in points:  # shifted to the first point: no cancellation in the sums of squares
-        t, y = t - t0, y - y0
-        st += t
-        sy += y
-        stt += t * t
-        sty += t * y
-        syy += y * y
+    t0, st, sy, stt, sty, syy = _sums(points)
+    y0 = points[0][1]
     one = _sse(n, st, sy, stt, sty, syy)
     if one <= 0:
         return 0

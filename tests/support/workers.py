@@ -1,0 +1,43 @@
+"""The console's own processes (Celery worker and beat, a set-up script) run apart from the test,
+as production runs them: for the tests that kill Redis or a worker under them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+
+# creates the database and one cluster polled every `poll_interval` s; prints its id
+SETUP = """
+import django; django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from consumers.models import Cluster
+print(Cluster.objects.create(name="outage", namesrv_addrs=sys.argv[1], poll_interval=int(sys.argv[2])).pk)
+"""
+
+
+def console_environment(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a console process of the test's own: its SQLite database
+    (`tmp_path`/console.sqlite3), var directory and Redis, DEBUG off as in production."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
+        "VAR_DIR": str(tmp_path / "var"),
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": "worker-tests-" + "k" * 50,
+        "DEBUG": "false",
+        **extra,
+    }
+
+
+def create_cluster(environment: dict[str, str], namesrv: str, poll_interval: int) -> int:
+    """Migrate the environment's database and add a cluster there; its id."""
+    command = [sys.executable, "-c", "import sys\n" + SETUP, namesrv, str(poll_interval)]
+    setup = subprocess.run(command, env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    return int(setup.stdout.split()[-1])
