@@ -32,7 +32,7 @@ from consumers.models import Cluster, KnownBroker
 from devstack.processes import ManagedProcess, free_port
 from devstack.redis import LocalRedis, redis_answers
 from tests.support.scenarios import wait
-from tests.support.workers import console_environment, create_cluster
+from tests.support.workers import console_environment, create_cluster, start_workers_and_beat
 
 pytestmark = pytest.mark.slow
 
@@ -58,19 +58,7 @@ def test_workers_survive_redis_down_and_data_is_fresh_within_two_polls(
     server = LocalRedis(tmp_path / "redis")
     environment = console_environment(tmp_path, server.url)
     cluster_id = create_cluster(environment, namesrv, POLL_INTERVAL)
-    celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
-    workers = [
-        ManagedProcess(
-            f"worker-{n}",
-            [*celery, "worker", "--pool", "prefork", "-c", "1", "-n", f"outage{n}@%h", "-l", "info"],
-            log_path=tmp_path / f"worker-{n}.log",
-            cwd=settings.BASE_DIR,
-            env=environment,
-        )  # fmt: skip
-        for n in (1, 2)
-    ]
-    beat = ManagedProcess("beat", [*celery, "beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")],
-                          log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
+    workers, beat = start_workers_and_beat(tmp_path, environment, "outage")
     try:
         wait(lambda: _meta(server.url, cluster_id), 120, "a first poll")
         for worker in workers:  # both up before the outage (one started after it once, on a busy machine)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -20,10 +19,9 @@ import pytest
 import redis as redis_py
 
 from consumers.live import snapshots
-from devstack.processes import ManagedProcess
 from devstack.redis import LocalRedis
 from tests.support.scenarios import wait
-from tests.support.workers import console_environment, create_cluster
+from tests.support.workers import console_environment, create_cluster, start_workers_and_beat
 from tests.test_redis_outage import POLL_INTERVAL
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker]
@@ -35,19 +33,8 @@ def test_a_worker_killed_mid_poll_delays_the_next_poll_by_at_most_15_seconds(tmp
     server = LocalRedis(tmp_path / "redis")
     environment = console_environment(tmp_path, server.url)
     cluster_id = create_cluster(environment, namesrv, POLL_INTERVAL)
-    celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
-    workers = {
-        n: ManagedProcess(
-            f"worker-{n}",
-            [*celery, "worker", "--pool", "prefork", "-c", "1", "-n", f"killed{n}@%h", "-l", "info"],
-            log_path=tmp_path / f"worker-{n}.log",
-            cwd=settings.BASE_DIR,
-            env=environment,
-        )  # fmt: skip
-        for n in (1, 2)
-    }
-    beat = ManagedProcess("beat", [*celery, "beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")],
-                          log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
+    started, beat = start_workers_and_beat(tmp_path, environment, "killed")
+    workers = dict(enumerate(started, start=1))
     redis = redis_py.Redis.from_url(server.url, socket_timeout=2)
     lock = snapshots.key(cluster_id, "lock")
     try:

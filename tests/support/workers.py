@@ -41,3 +41,24 @@ def create_cluster(environment: dict[str, str], namesrv: str, poll_interval: int
     setup = subprocess.run(command, env=environment, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=180)
     assert setup.returncode == 0, setup.stderr[-3000:]
     return int(setup.stdout.split()[-1])
+
+
+def start_workers_and_beat(tmp_path: Path, environment: dict[str, str], name: str) -> tuple[list, object]:
+    """Two `celery worker --pool prefork -c 1` (named `<name>1@…`, `<name>2@…`) and `celery beat`
+    with the console's Celery app, logging under `tmp_path`."""
+    from devstack.processes import ManagedProcess
+
+    celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
+    workers = [
+        ManagedProcess(
+            f"worker-{n}",
+            [*celery, "worker", "--pool", "prefork", "-c", "1", "-n", f"{name}{n}@%h", "-l", "info"],
+            log_path=tmp_path / f"worker-{n}.log",
+            cwd=settings.BASE_DIR,
+            env=environment,
+        )
+        for n in (1, 2)
+    ]
+    beat = ManagedProcess("beat", [*celery, "beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")],
+                          log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
+    return workers, beat
