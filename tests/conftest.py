@@ -349,6 +349,10 @@ def in_thread(function, *args):
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    # Navigation may wait longer than Playwright's 30 s: on CI's two loaded cores (four pytest
+    # workers, the brokers, the proxy and Java clients) a page with plotly once took more. These
+    # tests check what the pages do; their speed is measured under bench/.
+    context.set_default_navigation_timeout(90_000)
     page = context.new_page()
     yield page
     context.close()
