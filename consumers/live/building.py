@@ -24,6 +24,7 @@ from .diagnostics import (
 from .documents import GroupDocument, QueueRow
 from .health import Sample
 from .lagtime import LagTime
+from .taglag import TagLag, TagLags
 
 
 def build_document(
@@ -31,6 +32,7 @@ def build_document(
     *,
     lag_times: dict,
     dlq_count: int | None,
+    tag_lags: TagLags | None = None,
     previous: GroupDocument | None | Callable[[], GroupDocument | None],
     unreachable: dict[str, str] | None = None,
     in_flight: dict[str, int] | None = None,
@@ -49,7 +51,9 @@ def build_document(
     broadcast = broadcast_offsets(progress) if model == "BROADCASTING" else None
     unread = {p.target: notes.BROKER_UNREADABLE % {"error": p.error} for p in progress.problems if p.scope == "broker"}
     unread.update(unreachable or {})
-    queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue))) for q in progress.queues]
+    counted = tag_lags.queues if tag_lags else {}
+    queues = [_queue_row(progress, q, lag_times.get((progress.group, q.queue)), counted.get((progress.group, q.queue)))
+              for q in progress.queues]  # fmt: skip
     queues += [_uncommitted_row(progress, mq, broadcast) for mq in progress.uncommitted]
     queues += _stale_queues(queues, previous_of() if unread else None, unread)
     queues.sort(key=lambda r: (r.retry, r.topic, r.broker, r.queue_id))
@@ -82,6 +86,7 @@ def build_document(
         lag_seconds=(max(measured) if measured else 0.0) if None not in measured else None,
         lag_partial=any(q.stale_reason or q.lag is None for q in queues),
         lag_incomplete=_incompleteness(queues, progress, unread),
+        **_tag_lag(progress.group, main, tag_lags),
         consume_tps=tps,
         consume_tps_note=tps_note,
         dlq_count=dlq_count,
@@ -153,7 +158,22 @@ def _consume_tps(progress: GroupProgress, model: str | None, kind: str | None) -
     return total, notes.BROADCAST_RATES_SUM
 
 
-def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
+def _tag_lag(group: str, main: list[QueueRow], tag_lags: TagLags | None) -> dict:
+    """The group's lag for its tags: the sum over the topics it filters, and the raw lag of
+    those it does not; unknown when one filtered queue was not counted."""
+    filters = tag_lags.filters.get(group) if tag_lags else None
+    if not filters:
+        return {}
+    figures = [q.tag_lag if q.topic in filters else q.lag for q in main]
+    return {
+        "tag_filters": filters,
+        "tag_filters_as_seen": group in tag_lags.remembered,
+        "tag_lag": None if None in figures else sum(figures),
+        "tag_lag_estimated": any(q.tag_lag_note and q.tag_lag is not None for q in main),
+    }
+
+
+def _queue_row(progress: GroupProgress, q, lag: LagTime | None, tagged: TagLag | None = None) -> QueueRow:
     return QueueRow(
         topic=q.topic,
         broker=q.broker_name,
@@ -170,6 +190,8 @@ def _queue_row(progress: GroupProgress, q, lag: LagTime | None) -> QueueRow:
         clients=list(q.clients),
         expired=q.offset_expired,
         as_of=progress.fetched_at,
+        tag_lag=tagged.lag if tagged else None,
+        tag_lag_note=tagged.note if tagged else None,
     )
 
 
@@ -285,11 +307,13 @@ def sample(doc: GroupDocument, polled_at: float) -> Sample:
     main = [q for q in doc.queues if not q.retry and q.lag is not None and not q.stale_reason]
     retry = [q for q in doc.queues if q.retry and not q.stale_reason]
     held = [q for q in doc.queues if not q.retry and not q.stale_reason]  # committed or not
+    # a group that filters by tags is judged on the messages its tags take (taglag.py), where counted
+    lags = {q.label: q.tag_lag if q.tag_lag is not None else q.lag for q in main}
     return Sample(
         t=polled_at,
         online=doc.online,
-        lag=doc.lag,
-        queues={q.label: (q.consumer, q.lag) for q in main if q.lag > 0},
+        lag=doc.tag_lag if doc.tag_filters and doc.tag_lag is not None else doc.lag,
+        queues={q.label: (q.consumer, lags[q.label]) for q in main if lags[q.label] > 0},
         consumed=sum(q.consumer for q in main) if main else None,
         retry_offset=sum(q.max for q in retry) if retry else None,
         dlq=doc.dlq_count,

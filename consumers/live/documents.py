@@ -39,6 +39,10 @@ class QueueRow:
     expired: bool | None
     as_of: float | None
     stale_reason: str | None = None
+    # for a group that filters this topic by tags (taglag.py): the messages of `lag` its tags
+    # let through, and why that is unknown or an estimate
+    tag_lag: int | None = None
+    tag_lag_note: str | None = None
 
     @property
     def label(self) -> str:
@@ -81,6 +85,13 @@ class GroupDocument:
     lag_partial: bool = False
     # why the lag total is not the whole group's (a broker missing or unreadable); None: complete
     lag_incomplete: str | None = None
+    # a group that filters by tags: per such topic its expression ("TAG: A || B"), whether that
+    # is as last seen (no client online now), and the messages of `lag` its tags let through
+    # (None: a queue not counted; its note says why)
+    tag_filters: dict[str, str] = field(default_factory=dict)
+    tag_filters_as_seen: bool = False
+    tag_lag: int | None = None
+    tag_lag_estimated: bool = False
     consume_tps: float | None = None
     consume_tps_note: str | None = None
     dlq_count: int | None = None

@@ -71,6 +71,14 @@ INCOMPLETE_MISSING = gettext_noop("%(broker)s missing since %(since)s (not in th
 # words it; each broker's part, "<broker>: <why>", is read by the two above)
 NOT_LISTED = gettext_noop("not listed in this poll: %(brokers)s")
 
+# a queue's lag counted for the group's tags (taglag.py), estimated or not counted
+TAG_LAG_ESTIMATED = gettext_noop(
+    "estimated from %(counted)s of %(units)s messages (the rest over the %(budget)s units a poll may read)"
+)
+TAG_LAG_OVER_BUDGET = gettext_noop("not counted yet (over the %(budget)s units a poll may read)")
+TAG_LAG_UNREAD = gettext_noop("consume queue unreadable: %(error)s")
+TAG_LAG_SQL = gettext_noop("SQL92 filter: not counted, the lag is every message")
+
 NOTE_FORMATS = (
     POP_LAG_SECONDS, POP_RATE, NO_RATE, BROADCAST_RATES_UNREAD, BROADCAST_RATES_SUM, BROADCAST_SLOWEST,
     NEVER_CONSUMED, IN_FLIGHT_UNKNOWN, POPS_UNREPORTED, NO_METRICS_FIGURE, METRICS_NOT_ENABLED, METRICS_NOT_READ,
@@ -78,6 +86,6 @@ NOTE_FORMATS = (
     LAG_NOT_MEASURED, LAG_OVER_BUDGET, LAG_MESSAGE_NOT_FOUND, LAG_MESSAGE_UNREAD, LAG_NO_MESSAGE, LAG_FROM_OLDEST,
     CLIENTS_UNASKED, CLIENTS_NO_ANSWER, CLIENTS_PROXY_UNREAD, PROXY_RESTARTING, CLIENTS_PROXY_RESTARTED,
     BROKER_UNREADABLE, BROKER_MISSING, INCOMPLETE, INCOMPLETE_NOT_READ, INCOMPLETE_UNREADABLE, INCOMPLETE_MISSING,
-    NOT_LISTED,
+    NOT_LISTED, TAG_LAG_ESTIMATED, TAG_LAG_OVER_BUDGET, TAG_LAG_UNREAD, TAG_LAG_SQL,
 )  # fmt: skip
 register_formats(*NOTE_FORMATS)

@@ -20,7 +20,7 @@ from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
 from ..rocketmq.proxies import ProxyAsk
-from . import brokers, inflight, lagtime, proxy_grace, snapshots
+from . import brokers, inflight, lagtime, proxy_grace, snapshots, taglag
 from .config import default_thresholds, history_store, poll_deadline
 from .documents import proxy_states
 from .history import HistoryStore
@@ -104,12 +104,29 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
             cache_key=snapshots.key(cluster.pk, "lagtime"),
             budget=settings.ROCKETMQ_LAGTIME_BUDGET,
         )
+    with stages.timing("tag lag"):
+        tag_lags = await _tag_lags(client, cluster, snapshot, redis)
     reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts,
-                          stages=stages, proxies=proxies)  # fmt: skip
+                          stages=stages, proxies=proxies, tag_lags=tag_lags)  # fmt: skip
     if cluster.broker_metrics:
         with stages.timing("in flight"):
             reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
     return reading
+
+
+async def _tag_lags(client: AdminClient, cluster: Cluster, snapshot, redis) -> taglag.TagLags:
+    groups = list(snapshot.groups.values())
+    key = snapshots.key(cluster.pk, "subscriptions")
+    taglag.remember(redis, key, groups)
+    return await taglag.measure(
+        client,
+        groups,
+        redis=redis,
+        cache_key=snapshots.key(cluster.pk, "taglag"),
+        budget=settings.ROCKETMQ_TAGLAG_BUDGET,
+        addresses={s.name: s.address for s in snapshot.brokers.values() if not s.error and s.address},
+        remembered=taglag.recall(redis, key, groups),
+    )
 
 
 def _proxy_ask(cluster: Cluster, redis) -> ProxyAsk:

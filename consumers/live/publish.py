@@ -26,6 +26,7 @@ from .notes import METRICS_NOT_ENABLED
 from .signals import announce
 from .spool import HistorySpool, own_backlog, record_backlog, write_history
 from .stages import Stages
+from .taglag import TagLags
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class PollReading:
     snapshot: ClusterSnapshot
     polled_at: float
     lag_times: dict = field(default_factory=dict)
+    tag_lags: TagLags | None = None
     dlq_counts: dict[str, int | None] = field(default_factory=dict)
     # POP messages in flight per group from the brokers' metrics; None: not read (why: the note)
     in_flight: dict[str, int] | None = None
@@ -83,6 +85,7 @@ def publish_poll(
             group: building.build_document(
                 progress,
                 lag_times=reading.lag_times,
+                tag_lags=reading.tag_lags,
                 dlq_count=reading.dlq_counts.get(group),
                 previous=previous.loader(group) if lazy else previous.get(group),
                 unreachable=unreachable,

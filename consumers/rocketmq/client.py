@@ -8,6 +8,7 @@ async with AdminClient("127.0.0.1:9876") as client:
 from __future__ import annotations
 
 from .ops.actions import Actions
+from .ops.consumequeue import ConsumeQueues
 from .ops.messages import Messages
 from .ops.progress import Progress
 from .ops.topology import Topology
@@ -23,6 +24,7 @@ class AdminClient:
         self.topology = Topology(self.remoting, config)
         self.progress = Progress(self.remoting, self.topology)
         self.messages = Messages(self.remoting, config, self.topology)
+        self.consume_queues = ConsumeQueues(self.remoting)
         self.actions = Actions(self.remoting, self.topology, self.progress, self.messages)
 
     async def close(self) -> None:

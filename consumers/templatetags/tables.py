@@ -41,6 +41,9 @@ TEXTS = {
     "none": gettext_noop("none"),
     "expired_why": gettext_noop("consumer offset below the min offset"),
     "expired": gettext_noop("expired"),
+    "for_tags": gettext_noop("for its tags"),
+    "estimated": gettext_noop("estimated: not every message was counted this poll"),
+    "not_counted": gettext_noop("not counted"),
 }
 
 
@@ -112,7 +115,16 @@ class _Cells:
             html += f' <span class="incomplete error" title="{why}">{self.texts["incomplete"]}</span>'
         elif s.get("lag_partial"):
             html += f'<span title="{self.texts["partial"]}">*</span>'
+        if s.get("tag_filters"):
+            filters = "; ".join(f"{t} {e}" for t, e in sorted(s["tag_filters"].items()))
+            html += self.tag_lag(s.get("tag_lag"), s.get("tag_lag_estimated"), filters, self.why["not_counted"])
         return html
+
+    def tag_lag(self, value: int | None, estimated: bool, title: str, why: str) -> str:
+        """What a tag-filtered group's tags take of a lag: "for its tags: 5,930" under it."""
+        mark = f'<span title="{self.texts["estimated"]}">≈</span>' if estimated else ""
+        figure = self.known(value, why)
+        return f'<div class="tag-lag muted" title="{escape(title)}">{self.texts["for_tags"]}: {mark}{figure}</div>'
 
     def row(self, row) -> str:
         s = row.summary
@@ -160,6 +172,10 @@ class _Cells:
         else:
             consumer = escape(str(q["consumer"]))
         why = self.note(q.get("lag_seconds_note"))
+        tagged = ""
+        if q.get("tag_lag") is not None or q.get("tag_lag_note"):
+            note = self.note(q.get("tag_lag_note"))
+            tagged = self.tag_lag(q.get("tag_lag"), q.get("tag_lag") is not None and bool(note), note, note)
         expired = ""
         if q.get("expired"):
             expired = f' <span class="badge OFFSET_EXPIRED" title="{texts["expired_why"]}">{texts["expired"]}</span>'
@@ -169,7 +185,7 @@ class _Cells:
             f'<td class="num min">{self.known(q.get("min"), self.why["min"])}</td>'
             f'<td class="num max">{self.known(q.get("max"), self.why["max"])}</td>'
             f'<td class="num consumer">{consumer}</td>'
-            f'<td class="num lag">{self.known(q.get("lag"), why)}{expired}</td>'
+            f'<td class="num lag">{self.known(q.get("lag"), why)}{expired}{tagged}</td>'
             f'<td class="num">{self.known(q.get("lag_seconds"), why)}</td>'
             f"<td>{escape(epoch_ms(q.get('last_consume_ms')))}</td>"
             f'<td class="mono">{escape(", ".join(q.get("clients") or ()) or "—")}</td></tr>'

@@ -35,6 +35,9 @@ BROKER_FORGET_AFTER_SECONDS = env.int("BROKER_FORGET_AFTER_SECONDS", 24 * 3600)
 ROCKETMQ_POLL_CONCURRENCY = env.int("ROCKETMQ_POLL_CONCURRENCY", 512)
 # Lag-in-seconds lookups (one message read each) a poll may make beyond its cache.
 ROCKETMQ_LAGTIME_BUDGET = env.int("ROCKETMQ_LAGTIME_BUDGET", 256)
+# consume-queue units a poll may read to count tag-filtered lag (consumers/live/taglag.py):
+# about 60 bytes each on the wire; past it a queue's figure is an estimate that says so
+ROCKETMQ_TAGLAG_BUDGET = env.int("ROCKETMQ_TAGLAG_BUDGET", 50_000)
 
 # Health thresholds; per-group overrides live in HealthOverride.
 HEALTH_WINDOW_SECONDS = env.int("HEALTH_WINDOW_SECONDS", 300)
