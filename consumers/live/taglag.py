@@ -6,8 +6,9 @@ Counted from the consume queue's units (ops/consumequeue.py): each carries its m
 hash code, which is all the broker itself compares, so the count is the broker's own; two tags
 with one hash code would both count (the broker delivers both, the client drops the stranger).
 
-The units never change once written, so a poll keeps each full block of BLOCK units as a count
-per code in Redis and reads only the blocks it lacks, plus the block at each end of the range.
+The units never change once written, so a poll keeps each full block of BLOCK units' codes in
+Redis (about 300 bytes: the block's distinct codes, then a character per unit) and reads only the
+blocks it lacks; once warm, a queue's newest, still filling block, shared by every group on it.
 Units read per poll are bounded (ROCKETMQ_TAGLAG_BUDGET): past the budget a queue's figure is
 estimated from the share of matches among the units it could count, and says so.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 
 from ..rocketmq import AdminClient, GroupProgress, RocketMQError
@@ -97,13 +97,26 @@ def _cache_field(mq: MessageQueue, block: int) -> str:
     return f"{mq.broker_name}|{mq.topic}|{mq.queue_id}|{block}"
 
 
-def _decode(raw: bytes) -> Counter:
-    pairs = (p.split(":") for p in raw.decode().split(",") if p)
-    return Counter({int(code): int(n) for code, n in pairs})
+# a block's units as characters, each standing for one of its distinct codes (a block of more
+# distinct tags than this keeps its codes as a plain list)
+_ALPHABET = "".join(chr(c) for c in range(0x30, 0x7F) if chr(c) not in "|,")
+
+
+def _decode(raw: bytes) -> list[int]:
+    text = raw.decode()
+    if text.startswith(","):
+        return [int(c) for c in text[1:].split(",")]
+    names, _, units = text.partition("|")
+    codes = [int(c) for c in names.split(",")]
+    return [codes[_ALPHABET.index(ch)] for ch in units]
 
 
 def _encode(codes: list[int]) -> str:
-    return ",".join(f"{code}:{n}" for code, n in sorted(Counter(codes).items()))
+    distinct = sorted(set(codes))
+    if len(distinct) > len(_ALPHABET):
+        return "," + ",".join(map(str, codes))
+    index = {code: _ALPHABET[i] for i, code in enumerate(distinct)}
+    return ",".join(map(str, distinct)) + "|" + "".join(index[c] for c in codes)
 
 
 async def measure(client: AdminClient, groups: list[GroupProgress], *, redis, cache_key: str, budget: int,
@@ -141,7 +154,7 @@ async def measure(client: AdminClient, groups: list[GroupProgress], *, redis, ca
     raw = dict(zip(flat, redis.hmget(cache_key, flat), strict=True)) if flat else {}
     cached = {f: _decode(v) for f, v in raw.items() if v is not None}
 
-    # what to read: per queue, the blocks not cached and those a range starts or ends inside;
+    # what to read: per queue, the blocks not cached (the newest, filling one never is);
     # queues needing least first, so the budget counts as many queues exactly as it can
     plans = sorted(((mq, _to_read(e.ranges, mq, cached)) for mq, e in queues.items()), key=lambda p: len(p[1]))
     granted, spent = [], 0
@@ -196,30 +209,24 @@ def _blocks(ranges: list[tuple[int, int]]) -> list[int]:
     return list(range(low // BLOCK, (high - 1) // BLOCK + 1))
 
 
-def _to_read(ranges: list[tuple[int, int]], mq: MessageQueue, cached: dict[str, Counter]) -> list[int]:
-    """Blocks to read: any not cached, and any a range starts or ends inside (a block's count
-    cannot say how many of its matches lie above an offset within it)."""
-    edges = {low // BLOCK for low, _ in ranges if low % BLOCK} | {high // BLOCK for _, high in ranges if high % BLOCK}
+def _to_read(ranges: list[tuple[int, int]], mq: MessageQueue, cached: dict[str, list[int]]) -> list[int]:
     needed = set()
     for low, high in ranges:
         needed.update(range(low // BLOCK, (high - 1) // BLOCK + 1))
-    return sorted(b for b in needed if b in edges or _cache_field(mq, b) not in cached)
+    return sorted(b for b in needed if _cache_field(mq, b) not in cached)
 
 
-def _count(entry: _Queue, low: int, high: int, wanted: frozenset[int], cached: dict[str, Counter],
+def _count(entry: _Queue, low: int, high: int, wanted: frozenset[int], cached: dict[str, list[int]],
            budget: int) -> TagLag:  # fmt: skip
     matched, counted, uncounted = 0, 0, 0
     for block in range(low // BLOCK, (high - 1) // BLOCK + 1):
         start, stop = max(low, block * BLOCK), min(high, (block + 1) * BLOCK)
-        first, codes = entry.blocks.get(block, (0, []))
         whole = cached.get(_cache_field(entry.mq, block))
+        first, codes = (block * BLOCK, whole) if whole is not None else entry.blocks.get(block, (0, []))
         if codes and first <= start and first + len(codes) >= stop:
             part = codes[start - first : stop - first]
             matched += sum(1 for c in part if c in wanted)
             counted += len(part)
-        elif whole is not None and (start, stop) == (block * BLOCK, (block + 1) * BLOCK):
-            matched += sum(whole[c] for c in wanted)
-            counted += BLOCK
         else:
             uncounted += stop - start
     if not uncounted:

@@ -92,11 +92,13 @@ def test_full_blocks_are_read_once_and_a_moved_offset_is_counted_from_the_cache(
     measure(redis, fake, [group("G", {0: 10}, tags)])
     first = sum(count for _, _, count in fake.asked)
     assert first >= 2_990 and redis.hlen("tl") == 3_000 // taglag.BLOCK  # every full block kept
+    assert taglag._decode(taglag._encode(tags_codes := [5, -7, 5, 0] * 60).encode()) == tags_codes  # as kept
+    assert taglag._decode(taglag._encode(list(range(-125, 125))).encode()) == list(range(-125, 125))  # many tags
     fake.asked.clear()
-    tags[0] += mixed(130, seed=4)  # more produced; the group moved on
+    tags[0] += mixed(130, seed=4)  # more produced; the group moved on, into the middle of a block
     again = measure(redis, fake, [group("G", {0: 1_801}, tags)])
     read = sorted({start // taglag.BLOCK for _, start, _ in fake.asked})
-    assert read == [1_801 // taglag.BLOCK, 3_000 // taglag.BLOCK]  # the block it is inside, and the new end
+    assert read == [3_000 // taglag.BLOCK]  # only the new, filling block: the one it is in is kept whole
     assert list(again.queues.values()) == [taglag.TagLag(by_hand(tags[0], 1_801))]
 
 
@@ -112,13 +114,13 @@ def test_over_the_budget_a_queue_is_estimated_and_says_so_and_gets_exact_on_late
                                      % {"counted": 250, "units": 2_000, "budget": 750})  # fmt: skip
     doc = building.build_document(groups[0], lag_times={}, dlq_count=0, previous=None, tag_lags=found)
     assert doc.tag_lag_estimated and doc.tag_lag == estimate.lag + by_hand(tags[1], 40)
-    # 750 units a poll, 500 of them on queue 1's two edge blocks (re-read each poll): one more of
-    # queue 0's eight blocks a poll is cached; at the seventh its last two needs tie with queue
-    # 1's two and, listed first, are read: exact then
+    # 750 units (3 blocks) a poll, the fewest needs first: queue 1's blocks 0 and 1 then queue 0's
+    # block 0; then queue 1's filling block (re-read each poll) and two of queue 0's, twice; at
+    # the fifth poll queue 0 lacks one block, ties with queue 1's one, and is listed first
     polls = 1
     while found.queues[("G", groups[0].queues[0].queue)].note:
         found, polls = measure(redis, fake, groups, budget=750), polls + 1
-    assert polls == 7 and found.queues[("G", groups[0].queues[0].queue)] == taglag.TagLag(by_hand(tags[0], 0))
+    assert polls == 5 and found.queues[("G", groups[0].queues[0].queue)] == taglag.TagLag(by_hand(tags[0], 0))
 
 
 def test_nothing_read_is_unknown_not_zero_and_errors_and_sql_filters_say_why(redis):
