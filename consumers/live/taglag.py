@@ -26,7 +26,7 @@ from ..rocketmq.tags import filter_codes
 from .notes import TAG_LAG_ESTIMATED, TAG_LAG_OVER_BUDGET, TAG_LAG_SQL, TAG_LAG_UNREAD
 
 BLOCK = 250  # divides the 300,000 units of a consume-queue file: a block never spans two
-CACHE_LIMIT = 500_000  # blocks; past this the cache starts over rather than grow without end
+CACHE_LIMIT = 100_000  # blocks (about 30 MB, 25 million units); past this the cache starts over
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,10 @@ class FakeQueues:
             raise RocketMQError("RequestTimeout: no response")
         tags = self.tags[mq.queue_id]
         if start < self.min_offset or start >= len(tags):
-            return UnitSlice(start, [], -1, -1)
+            return UnitSlice(start, [], [], -1, -1)
         stop = min(start + count, len(tags), (start // FILE + 1) * FILE)  # never past its file
         codes = [java_hash(t) if t else 0 for t in tags[start:stop]]
-        return UnitSlice(start, codes, self.min_offset, len(tags))
+        return UnitSlice(start, codes, [o * 100 for o in range(start, stop)], self.min_offset, len(tags))
 
 
 def group(name: str, offsets: dict[int, int], tags: dict[int, list], subscription: str | None = "A || C",

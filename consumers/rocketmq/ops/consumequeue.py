@@ -25,6 +25,7 @@ MAX_UNITS_PER_REQUEST = 1_000  # about 60 bytes of JSON each in the answer
 class UnitSlice:
     start: int  # the queue offset of codes[0]
     codes: list[int]  # tag hash codes, as the broker compares them (signed 32-bit)
+    positions: list[int]  # where each message starts in the broker's commit log
     min_offset: int
     max_offset: int
 
@@ -50,10 +51,11 @@ class ConsumeQueues(Operations):
             return UnitSlice(
                 start=start,
                 codes=[_signed32(int(u.get("tagsCode") or 0)) for u in units[:count]],
+                positions=[int(u.get("physicOffset", -1)) for u in units[:count]],
                 min_offset=int(data.get("minQueueIndex", 0)),
                 max_offset=int(data.get("maxQueueIndex", 0)),
             )
 
         if not response.body:  # "Index n of q@t is not exist!": nothing there (expired or not yet written)
-            return UnitSlice(start=start, codes=[], min_offset=-1, max_offset=-1)
+            return UnitSlice(start=start, codes=[], positions=[], min_offset=-1, max_offset=-1)
         return parse_body(response, build, what="consume queue", address=broker_addr)
