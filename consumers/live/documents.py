@@ -108,6 +108,9 @@ class GroupDocument:
     # when the lag will be consumed (forecast.py): the group's figure, and each lagging queue's
     drain: dict | None = None
     drain_queues: list[dict] = field(default_factory=list)
+    # which queues will lose messages to the brokers' retention before the group reaches them
+    # (retention.py): state AT_RISK, SAFE or UNKNOWN (reason), the queues with their losses
+    retention: dict | None = None
 
     def to_wire(self) -> dict:
         # shallow on purpose: dataclasses.asdict deep-copies every nested list and dict, which

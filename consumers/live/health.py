@@ -5,8 +5,11 @@ window and returns every condition that holds, each with the numbers that led to
 most severe one is the group's state. A group we could not read is UNKNOWN with the reason,
 never OK.
 
-States, most severe first: UNKNOWN, OFFSET_EXPIRED, PAUSED, STALLED, STOPPED, DLQ_GROWING,
-RETRY_STORM, REBALANCE_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
+States, most severe first: UNKNOWN, OFFSET_EXPIRED, PAUSED, STALLED, STOPPED, RETENTION_RISK,
+DLQ_GROWING, RETRY_STORM, REBALANCE_STORM, FALLING_BEHIND, CATCHING_UP, IDLE, OK.
+
+RETENTION_RISK (retention.py, judged beside the drain forecast) is messages not yet lost but
+that will be before the group reaches them; OFFSET_EXPIRED is what is already lost.
 
 PAUSED ranks above STALLED and STOPPED: a group whose subscription config says consumeEnable
 false on some broker is refused its pulls there, so it stalls by design; the pause is the cause
@@ -65,6 +68,7 @@ SEVERITY = (
     "PAUSED",
     "STALLED",
     "STOPPED",
+    "RETENTION_RISK",
     "DLQ_GROWING",
     "RETRY_STORM",
     "REBALANCE_STORM",
@@ -149,6 +153,11 @@ class Health:
     state: str
     findings: list[Finding]
     window_seconds: float  # how much of the window the samples actually cover
+
+    def adding(self, finding: Finding) -> Health:
+        """This health with one more finding: the state is the most severe of them all."""
+        findings = [f for f in self.findings if f.state != "OK"] + [finding]
+        return Health(min((f.state for f in findings), key=SEVERITY.index), findings, self.window_seconds)
 
     def to_wire(self) -> dict:
         return {

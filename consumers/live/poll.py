@@ -20,7 +20,7 @@ from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
 from ..rocketmq.dlq import dlq_sizes
 from ..rocketmq.proxies import ProxyAsk
-from . import brokers, inflight, lagtime, proxy_grace, snapshots, taglag
+from . import brokers, inflight, lagtime, proxy_grace, retention, snapshots, taglag
 from .config import default_thresholds, history_store, poll_deadline
 from .documents import proxy_states
 from .history import HistoryStore
@@ -106,8 +106,12 @@ async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: 
         )
     with stages.timing("tag lag"):
         tag_lags = await _tag_lags(client, cluster, snapshot, redis)
+    with stages.timing("retention"):
+        kept = await retention.read(client, snapshot, lag_times, now=polled_at, redis=redis,
+                                    cache_key=snapshots.key(cluster.pk, "retention"),
+                                    horizon=settings.RETENTION_HORIZON_SECONDS)  # fmt: skip
     reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts,
-                          stages=stages, proxies=proxies, tag_lags=tag_lags)  # fmt: skip
+                          stages=stages, proxies=proxies, tag_lags=tag_lags, retention=kept)  # fmt: skip
     if cluster.broker_metrics:
         with stages.timing("in flight"):
             reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)

@@ -13,6 +13,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from ..models import Cluster
 from ..rocketmq import ClusterSnapshot
 from . import building, documents, snapshots
@@ -20,9 +22,11 @@ from .brokers import BrokerReport
 from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
 from .forecast import forecast
-from .health import Sample, Thresholds, evaluate
+from .health import Finding, Sample, Thresholds, evaluate
 from .history import HistoryStore, history_tables
 from .notes import METRICS_NOT_ENABLED
+from .retention import RetentionFacts
+from .retention import judge as judge_retention
 from .signals import announce
 from .spool import HistorySpool, own_backlog, record_backlog, write_history
 from .stages import Stages
@@ -39,6 +43,7 @@ class PollReading:
     polled_at: float
     lag_times: dict = field(default_factory=dict)
     tag_lags: TagLags | None = None
+    retention: RetentionFacts | None = None
     dlq_counts: dict[str, int | None] = field(default_factory=dict)
     # POP messages in flight per group from the brokers' metrics; None: not read (why: the note)
     in_flight: dict[str, int] | None = None
@@ -98,7 +103,7 @@ def publish_poll(
         building.mark_retry_topic_groups(docs)
         samples = {group: building.sample(doc, polled_at) for group, doc in docs.items()}
     with stages.timing("health"):
-        window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at)
+        window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at, reading.retention)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
     old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = reading.proxies
@@ -188,6 +193,7 @@ def _judge(
     overrides: dict[str, dict],
     redis,
     polled_at: float,
+    retention: RetentionFacts | None = None,
 ) -> dict[str, list[Sample]]:
     """Set each document's health and drain forecast; returns the samples each was judged on, newest last."""
     longest = max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
@@ -197,6 +203,8 @@ def _judge(
         thresholds = base.with_overrides(overrides.get(group, {}))
         reason = doc.stale_reason if doc.stale else None
         judged[group] = window.get(group, []) + [samples[group]]
-        doc.set_health(evaluate(judged[group], thresholds, unknown_reason=reason))
+        health = evaluate(judged[group], thresholds, unknown_reason=reason)
         doc.set_drain(forecast(judged[group], thresholds))
+        doc.retention, risk = judge_retention(doc, retention, polled_at, settings.RETENTION_HORIZON_SECONDS)
+        doc.set_health(health.adding(Finding("RETENTION_RISK", risk)) if risk else health)
     return judged

@@ -26,6 +26,7 @@ STATE_COLOURS = {
     "PAUSED": "#455a64",
     "STALLED": "#b71c1c",
     "STOPPED": "#e53935",
+    "RETENTION_RISK": "#ad1457",
     "DLQ_GROWING": "#ef6c00",
     "RETRY_STORM": "#f9a825",
     "REBALANCE_STORM": "#ffb300",

@@ -19,7 +19,7 @@ Definitions (docs/operations.md, "Statistics", says the same to operators):
 - minutes (breach, health states): each poll stands for one poll interval of the cluster, so
   minutes = polls x interval / 60. Missing polls count nothing: `coverage` = polls / expected
   polls (the period's length, up to `as_of`, divided by the interval) says how much is known.
-- incidents: entries into STALLED, STOPPED, FALLING_BEHIND or OFFSET_EXPIRED from a different
+- incidents: entries into STALLED, STOPPED, RETENTION_RISK, FALLING_BEHIND or OFFSET_EXPIRED from a different
   known state (the previous poll with a known state, possibly the day before, was in another
   state, or there was none). A poll whose state is UNKNOWN (or missing) neither starts nor ends
   an incident: STALLED, UNKNOWN, STALLED is one incident, as a gap in the polls is.
@@ -34,7 +34,7 @@ import datetime as dt
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-INCIDENT_STATES = ("STALLED", "STOPPED", "FALLING_BEHIND", "OFFSET_EXPIRED")
+INCIDENT_STATES = ("STALLED", "STOPPED", "RETENTION_RISK", "FALLING_BEHIND", "OFFSET_EXPIRED")
 QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 TOP_N = 10

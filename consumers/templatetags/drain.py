@@ -63,3 +63,30 @@ def per_second(rate) -> str:
 @register.filter
 def drain_reason(reason: str | None) -> str:
     return translate_evidence(reason or "")
+
+
+@register.filter
+def retention_short(retention: dict | None) -> str:
+    """The group page's figure for its retention risk (consumers/live/retention.py)."""
+    state = (retention or {}).get("state")
+    if state == "AT_RISK":
+        lost = sum(q["lost"] for q in retention["queues"])
+        first = min(q["in_seconds"] for q in retention["queues"])
+        return gettext("about %(count)s lost in %(time)s") % {"count": lost, "time": age(first)}
+    if state == "SAFE":
+        return gettext("safe for %(hours)s h") % {"hours": f"{retention['horizon_hours']:g}"}
+    return gettext("unknown")
+
+
+@register.filter
+def retention_text(retention: dict | None) -> str:
+    """Its tooltip: each queue at risk, or why it is unknown."""
+    if not retention:
+        return gettext("no lag: nothing to lose")
+    if retention.get("state") == "AT_RISK":
+        return "; ".join(
+            gettext("%(queue)s: about %(count)s in %(time)s") % {"queue": q["queue"], "count": q["lost"],
+                                                                  "time": age(q["in_seconds"])}
+            for q in retention["queues"]
+        )  # fmt: skip
+    return translate_evidence(retention.get("reason") or "")

@@ -38,6 +38,9 @@ ROCKETMQ_LAGTIME_BUDGET = env.int("ROCKETMQ_LAGTIME_BUDGET", 256)
 # consume-queue units a poll may read to count tag-filtered lag (consumers/live/taglag.py):
 # about 60 bytes each on the wire; past it a queue's figure is an estimate that says so
 ROCKETMQ_TAGLAG_BUDGET = env.int("ROCKETMQ_TAGLAG_BUDGET", 50_000)
+# how far ahead a poll looks for messages the brokers' retention will delete before their group
+# reads them (consumers/live/retention.py): RETENTION_RISK when it finds some
+RETENTION_HORIZON_SECONDS = env.int("RETENTION_HORIZON_SECONDS", 24 * 3600)
 
 # Health thresholds; per-group overrides live in HealthOverride.
 HEALTH_WINDOW_SECONDS = env.int("HEALTH_WINDOW_SECONDS", 300)

@@ -56,7 +56,7 @@ def test_the_metrics_are_the_api_s_numbers(client, east, personas):
     # one series per state (12 with PAUSED), 1 for the state the API gives
     states = {labels[2][1]: v for (name, labels), v in found.items()
               if name == "rocketmq_console_group_health" and dict(labels)["group"] == "orders"}  # fmt: skip
-    assert len(states) == 12 and sum(states.values()) == 1 and states[orders["health"]["state"]] == 1
+    assert len(states) == 13 and sum(states.values()) == 1 and states[orders["health"]["state"]] == 1
     assert value(found, "group_stale", cluster="east", group="orders") == 0
     assert value(found, "cluster_state", cluster="east", state="ok") == 1
     assert value(found, "broker_state", cluster="east", broker="broker-a", state="ok") == 1
