@@ -4,6 +4,7 @@ the trend, and why it is unknown, in the reader's language."""
 from __future__ import annotations
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.translation import gettext, pgettext
 
 from ..languages.evidence import translate_evidence
@@ -72,7 +73,8 @@ def retention_short(retention: dict | None) -> str:
     if state == "AT_RISK":
         lost = sum(q["lost"] for q in retention["queues"])
         first = min(q["in_seconds"] for q in retention["queues"])
-        return gettext("about %(count)s lost in %(time)s") % {"count": lost, "time": age(first)}
+        return gettext("about %(count)s lost in %(time)s") % {"count": number_format(lost, force_grouping=True),
+                                                               "time": age(first)}  # fmt: skip
     if state == "SAFE":
         return gettext("safe for %(hours)s h") % {"hours": f"{retention['horizon_hours']:g}"}
     return gettext("unknown")
@@ -84,9 +86,10 @@ def retention_text(retention: dict | None) -> str:
     if not retention:
         return gettext("no lag: nothing to lose")
     if retention.get("state") == "AT_RISK":
+        each = gettext("%(queue)s: about %(count)s in %(time)s")
         return "; ".join(
-            gettext("%(queue)s: about %(count)s in %(time)s") % {"queue": q["queue"], "count": q["lost"],
-                                                                  "time": age(q["in_seconds"])}
+            each % {"queue": q["queue"], "count": number_format(q["lost"], force_grouping=True),
+                    "time": age(q["in_seconds"])}
             for q in retention["queues"]
         )  # fmt: skip
     return translate_evidence(retention.get("reason") or "")

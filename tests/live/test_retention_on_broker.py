@@ -32,7 +32,7 @@ SMALL = 50  # 50 small ones on each queue: queues 2 and 3 have messages in the c
 
 
 def test_the_queues_retention_will_empty_are_named_before_and_expired_after(rmq_runtime, db, redis, history_dir,
-                                                                            tmp_path):  # fmt: skip
+                                                                            tmp_path, viewer_client):  # fmt: skip
     hour = (timezone.localtime().hour + 12) % 24  # the broker deletes by itself only then
     config = {"mappedFileSizeCommitLog": str(FILE), "fileReservedTime": "0", "deleteWhen": f"{hour:02d}",
               "diskMaxUsedSpaceRatio": "95", "cleanResourceInterval": "1000"}  # fmt: skip
@@ -48,6 +48,12 @@ def test_the_queues_retention_will_empty_are_named_before_and_expired_after(rmq_
         assert doc.retention["state"] == "AT_RISK" and at_risk == {f"{TOPIC}@{BROKER}#{q}": BIG for q in (0, 1)}
         assert "RETENTION_RISK" in [f["state"] for f in doc.health["findings"]]
         assert not any(q.expired for q in doc.queues)
+        page = viewer_client.get(f"/groups/ret/{GROUP}/").content.decode()
+        stat = page.split('id="retention"', 1)[1].split("</b>", 1)[0]
+        assert "about 1,200 lost in" in stat and f"{TOPIC}@{BROKER}#0: about 600 in" in stat
+        assert "2 queues will lose about 1200 messages to retention" in page
+        chinese = viewer_client.get(f"/groups/ret/{GROUP}/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+        assert "2 个队列将因保留期过期丢失约 1200 条消息" in chinese and "will lose" not in chinese
 
         mqadmin = MQAdmin(rmq_runtime, local.namesrv_addr, tmp_path / "mqadmin")
         try:
