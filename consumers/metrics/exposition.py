@@ -70,9 +70,10 @@ def _number(value: float) -> str:
 
 
 def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
-    """Per group: lag, lag seconds, retry lag, DLQ size, consume TPS, clients, in flight, data
-    age, staleness, health and the drain forecast; per group and topic: lag and lag seconds; per queue (only when
-    `per_queue` maps (cluster, group) to the queue rows): lag. In the text format."""
+    """Per group: lag (and for its tags), lag seconds, retry lag, DLQ size, consume TPS, clients,
+    in flight, data age, staleness, health, the drain forecast and the messages retention will
+    take; per group and topic: lag and lag seconds; per queue (only when `per_queue` maps
+    (cluster, group) to the queue rows): lag. In the text format."""
     values = {
         "lag": _Lines("group_lag_messages", "Messages not yet consumed (retry topics apart)"),
         "lag_seconds": _Lines("group_lag_seconds", "Age of the oldest unconsumed message, worst queue"),
@@ -81,11 +82,16 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
         "consume_tps": _Lines("group_consume_tps", "Messages consumed per second, as the brokers report"),
         "clients": _Lines("group_clients", "Clients of the group online"),
         "in_flight": _Lines("group_in_flight_messages", "POP messages taken and not yet acked"),
+        "tag_lag": _Lines("group_tag_lag_messages", "Of the lag, the messages the group's tags take (tag filters)"),
     }
     age = _Lines("group_data_age_seconds", "Age of the group's last read")
     stale = _Lines("group_stale", "1 when the group's data is older than its cluster's staleness bound")
     health = _Lines("group_health", "The group's health state (one series per state)")
     drain = _Lines("group_drain_seconds", "Forecast seconds until the group's lag is consumed (+Inf: not at this rate)")
+    retention = _Lines(
+        "group_retention_loss_messages",
+        "Messages the brokers' retention will delete before the group reads them, within the horizon",
+    )
     topic_lag = _Lines("topic_lag_messages", "Messages of the topic not yet consumed by the group")
     topic_seconds = _Lines("topic_lag_seconds", "Age of the topic's oldest unconsumed message")
     queue_lag = _Lines("queue_lag_messages", "Messages of the queue not yet consumed")
@@ -104,6 +110,9 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
         seconds = drain_sort_value(row.summary.get("drain"))
         if seconds is not None:  # unknown (not enough history): no series
             drain.add(labels, math.inf if seconds >= NEVER else float(seconds))
+        kept = row.summary.get("retention") or {}
+        if kept.get("state") in ("AT_RISK", "SAFE"):  # unknown: no series
+            retention.add(labels, float(sum(q["lost"] for q in kept["queues"])))
         for topic, lags in sorted((row.summary.get("topic_lags") or {}).items()):
             pairs = f'{labels},topic="{_escape(topic)}"'
             if lags.get("lag") is not None:
@@ -114,7 +123,7 @@ def group_text(rows: list[GroupRow], *, per_queue: dict | None = None) -> str:
             if q.lag is not None and not q.retry:
                 pairs = _pairs(cluster=cluster, group=group, topic=q.topic, broker=q.broker, queue_id=str(q.queue_id))
                 queue_lag.add(pairs, float(q.lag))
-    families = [*values.values(), age, stale, health, drain, topic_lag, topic_seconds]
+    families = [*values.values(), age, stale, health, drain, retention, topic_lag, topic_seconds]
     if per_queue is not None:
         families.append(queue_lag)
     return "".join(f.text() for f in families)

@@ -21,8 +21,9 @@ HELP = {  # name: (documentation, labels), in the order /metrics gives them
     "group_consume_tps": "Messages consumed per second, as the brokers report",
     "group_clients": "Clients of the group online",
     "group_in_flight_messages": "POP messages taken and not yet acked",
+    "group_tag_lag_messages": "Of the lag, the messages the group's tags take (tag filters)",
 }
-FIELDS = ["lag", "lag_seconds", "retry_lag", "dlq_count", "consume_tps", "clients", "in_flight"]
+FIELDS = ["lag", "lag_seconds", "retry_lag", "dlq_count", "consume_tps", "clients", "in_flight", "tag_lag"]
 
 
 def queue(topic, queue_id, lag, retry=False):
@@ -37,13 +38,16 @@ def rows():
     return [
         GroupRow(east, {"group": "orders", "lag": 12345678, "lag_seconds": 0.25, "retry_lag": 0, "dlq_count": None,
                         "consume_tps": 1e-7, "clients": 3, "in_flight": None, "health": {"state": "STALLED"},
-                        "drain": {"state": "NOT_DRAINING", "seconds": None},
+                        "drain": {"state": "NOT_DRAINING", "seconds": None}, "tag_lag": 4_000,
+                        "retention": {"state": "AT_RISK", "queues": [{"lost": 120}, {"lost": 3}]},
                         "topic_lags": {"T2": {"lag": 5, "lag_seconds": None}, odd: {"lag": 1, "lag_seconds": 2.5}}},
                  age=4.5, stale=False),
         GroupRow(east, {"group": odd, "lag": None, "health": None, "topic_lags": {}}, age=None, stale=True),
         GroupRow(east, {"group": "draining", "lag": 7, "health": {"state": "CATCHING_UP"}, "topic_lags": {},
+                        "retention": {"state": "UNKNOWN", "queues": [], "reason": "config unread"},
                         "drain": {"state": "DRAINING", "seconds": 61.5}}, age=1.0, stale=False),
         GroupRow(east, {"group": "drained", "lag": 0, "health": {"state": "OK"}, "topic_lags": {},
+                        "retention": {"state": "SAFE", "queues": []},
                         "drain": {"state": "DRAINED", "seconds": 0.0}}, age=1.0, stale=False),
         GroupRow(east, {"group": "new", "lag": 9, "health": {"state": "OK"}, "topic_lags": {},
                         "drain": {"state": "UNKNOWN", "seconds": None}}, age=1.0, stale=False),
@@ -72,6 +76,11 @@ def library_text(rows, per_queue) -> bytes:
         "Forecast seconds until the group's lag is consumed (+Inf: not at this rate)",
         labels=key,
     )
+    retention = GaugeMetricFamily(
+        "rocketmq_console_group_retention_loss_messages",
+        "Messages the brokers' retention will delete before the group reads them, within the horizon",
+        labels=key,
+    )
     topic_lag = GaugeMetricFamily(
         "rocketmq_console_topic_lag_messages",
         "Messages of the topic not yet consumed by the group",
@@ -95,6 +104,9 @@ def library_text(rows, per_queue) -> bytes:
         forecast = row.summary.get("drain")
         if forecast and forecast["state"] in DRAIN_VALUE:
             drain.add_metric(labels, DRAIN_VALUE[forecast["state"]](forecast))
+        kept = row.summary.get("retention")
+        if kept and kept["state"] != "UNKNOWN":  # unknown: no series
+            retention.add_metric(labels, float(sum(q["lost"] for q in kept["queues"])))
         for topic, lags in sorted(row.summary["topic_lags"].items()):
             if lags["lag"] is not None:
                 topic_lag.add_metric([*labels, topic], float(lags["lag"]))
@@ -104,7 +116,7 @@ def library_text(rows, per_queue) -> bytes:
             if not q.retry:
                 queue_lag.add_metric([*labels, q.topic, q.broker, str(q.queue_id)], float(q.lag))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Snapshot([*families, age, stale, health, drain, topic_lag, topic_seconds, queue_lag]))
+    registry.register(Snapshot([*families, age, stale, health, drain, retention, topic_lag, topic_seconds, queue_lag]))
     return generate_latest(registry)
 
 
@@ -117,3 +129,7 @@ def test_the_group_families_are_byte_for_byte_what_the_library_writes():
     assert b'rocketmq_console_group_drain_seconds{cluster="east",group="orders"} +Inf\n' in ours
     assert b'rocketmq_console_group_drain_seconds{cluster="east",group="draining"} 61.5\n' in ours
     assert b'group_drain_seconds{cluster="east",group="new"}' not in ours
+    assert b'rocketmq_console_group_retention_loss_messages{cluster="east",group="orders"} 123.0\n' in ours
+    assert b'rocketmq_console_group_retention_loss_messages{cluster="east",group="drained"} 0.0\n' in ours
+    assert b'retention_loss_messages{cluster="east",group="draining"}' not in ours  # unknown: no series
+    assert b'rocketmq_console_group_tag_lag_messages{cluster="east",group="orders"} 4000.0\n' in ours

@@ -28,7 +28,7 @@ NAME = re.compile(r"\brocketmq_console_[a-z_]+\b")
 def test_the_shipped_rules_pass_promtool():
     checked = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 12 rules found" in checked.stdout
+    assert "SUCCESS: 13 rules found" in checked.stdout
 
 
 DRAIN_RULE_TESTS = """
@@ -49,6 +49,8 @@ tests:
         values: '60+0x20'
       - series: 'rocketmq_console_group_lag_messages{cluster="east",group="quick"}'
         values: '5+0x20'
+      - series: 'rocketmq_console_group_retention_loss_messages{cluster="east",group="slow"}'
+        values: '0 0 0 0 0 1200+0x15'
     alert_rule_test:
       - eval_time: 14m
         alertname: RocketMQGroupNotDraining
@@ -63,10 +65,19 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, cluster: east, group: slow}
             exp_annotations: {summary: "east/slow drains in about 2h 30m 0s"}
+      - eval_time: 14m
+        alertname: RocketMQGroupWillLoseMessages
+        exp_alerts: []
+      - eval_time: 16m
+        alertname: RocketMQGroupWillLoseMessages
+        exp_alerts:
+          - exp_labels: {severity: critical, cluster: east, group: slow}
+            exp_annotations:
+              summary: "east/slow will lose about 1200 messages to the brokers' retention before reading them"
 """
 
 
-def test_the_drain_alerts_fire_on_a_group_not_draining_for_15_minutes_and_one_slower_than_2_hours(tmp_path):
+def test_the_drain_and_retention_alerts_fire_once_their_conditions_have_held_long_enough(tmp_path):
     # promtool's own rule unit test: the input series by hand, the alerts expected at each time
     tests = tmp_path / "drain_tests.yml"
     tests.write_text(DRAIN_RULE_TESTS % {"rules": RULES, "infinite": " ".join(["+Inf"] * 21)})  # no "x" form for it
@@ -105,6 +116,6 @@ def test_prometheus_stores_the_lag_the_api_gives(live_server, redis, history_dir
         up = prometheus.query('up{job="rocketmq-console"}')
         assert [r["value"][1] for r in up] == ["1"]
         rules = [r for g in prometheus.api("rules")["groups"] for r in g["rules"]]
-        assert len(rules) == 12 and all(r["health"] != "err" for r in rules)
+        assert len(rules) == 13 and all(r["health"] != "err" for r in rules)
     finally:
         prometheus.stop()
