@@ -1,8 +1,10 @@
 """ "Report now": the current lag of every queue from the live snapshot in Redis, as CSV or
-XLSX. No client addresses (reports go to people outside operations); a queue we could not read
-says why in its status, with empty numbers rather than zeros. Headers and words in the language
-of the page it is downloaded from (the CSV's retry column too: yes or no); the other values as in
-the saved reports (csvfile, xlsx)."""
+XLSX, with what comes next for each queue: its drain forecast, and for a group that filters by
+tags or will lose messages to retention, the lag its tags take and the loss. No client addresses
+(reports go to people outside operations); a queue we could not read says why in its status,
+with empty numbers rather than zeros. Headers and words in the language of the page it is
+downloaded from (the CSV's retry column too: yes or no); the other values as in the saved
+reports (csvfile, xlsx)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ COLUMNS = [
     ("max", _("broker offset"), "int"), ("consumer", _("consumer offset"), "int"), ("lag", _("lag (msgs)"), "int"),
     ("lag_seconds", _("lag (s)"), "float"), ("last_consumed", _("last consumed (UTC)"), "datetime"),
     ("as_of", _("read at (UTC)"), "datetime"), ("status", _("status"), "text"),
+    ("tag_lag", _("lag for its tags (msgs)"), "int"), ("drain_seconds", _("drains in (s)"), "float"),
+    ("retention_lost", _("lost to retention (msgs)"), "int"),
 ]  # fmt: skip
 
 
@@ -42,6 +46,9 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
         for name, doc in sorted(snapshots.read_details(redis, cluster.pk).items()):
             if group_filter.lower() not in name.lower() or not scope.sees_group(cluster.name, name):
                 continue
+            drains = {d["queue"]: d.get("seconds") for d in doc.drain_queues}
+            retention = doc.retention or {}
+            losses = {q["queue"]: q["lost"] for q in retention.get("queues", ())}
             for queue in doc.queues:
                 known = pgettext("report status", "ok") if queue.lag is not None else gettext("unknown")
                 status = translate_evidence(queue.stale_reason or doc.stale_reason) or known
@@ -51,10 +58,19 @@ def live_rows(redis, clusters: list[Cluster], group_filter: str = "", scope: Sco
                         "queue_id": queue.queue_id, "retry": queue.retry, "max": queue.max,
                         "consumer": queue.consumer, "lag": queue.lag, "lag_seconds": queue.lag_seconds,
                         "last_consumed": _utc(queue.last_consume_ms / 1000) if queue.last_consume_ms else None,
-                        "as_of": _utc(queue.as_of or doc.as_of), "status": status,
+                        "as_of": _utc(queue.as_of or doc.as_of), "status": status, "tag_lag": queue.tag_lag,
+                        # unknown stays empty: no forecast yet, a queue not judged for retention
+                        "drain_seconds": 0.0 if queue.lag == 0 else drains.get(queue.label),
+                        "retention_lost": _lost(queue, retention, losses),
                     }
                 )  # fmt: skip
     return rows
+
+
+def _lost(queue, retention: dict, losses: dict) -> int | None:
+    if queue.retry or queue.lag == 0 or queue.label in losses:
+        return None if queue.retry else losses.get(queue.label, 0)
+    return 0 if retention.get("state") in ("AT_RISK", "SAFE") else None
 
 
 def live_csv_lines(rows: list[dict]) -> Iterator[str]:

@@ -312,3 +312,29 @@ def test_report_now_from_the_live_snapshot(days, viewer_client, redis):
     assert AuditEvent.objects.filter(action="report-download", details__report="now").count() == 2
     assert viewer_client.get("/reports/now.pdf").status_code == 400
     assert viewer_client.get("/reports/now.csv?cluster=west").status_code == 400
+
+
+def test_report_now_gives_each_queues_forecast_tag_lag_and_retention_loss(days, viewer_client, redis):
+    from consumers.live import snapshots
+    from devstack.synthetic import group, publish
+
+    east = Cluster.objects.get(name="east")
+    docs = publish(east, redis, [group("orders", lag=6), group("payments", lag=0)])
+    orders = docs["orders"]
+    labels = [q.label for q in orders.queues]
+    orders.queues[0].tag_lag, orders.queues[1].tag_lag = 1, 0  # say the group filters by tags
+    orders.drain_queues = [{"queue": labels[0], "seconds": 30.0}, {"queue": labels[1], "seconds": None}]
+    orders.retention = {"state": "AT_RISK", "queues": [{"queue": labels[2], "lost": 1, "in_seconds": 600}]}
+    snapshots.write_poll(redis, east.pk, meta=snapshots.read_meta(redis, east.pk), documents=docs, samples={},
+                         polled_at=orders.as_of)  # fmt: skip
+    body = b"".join(viewer_client.get("/reports/now.csv?cluster=east").streaming_content).decode("utf-8-sig")
+    rows = [(r["group"], r["queue"], r["lag (msgs)"], r["lag for its tags (msgs)"], r["drains in (s)"],
+             r["lost to retention (msgs)"]) for r in csv.DictReader(io.StringIO(body))]  # fmt: skip
+    # an unknown figure is empty, never 0: no forecast for queue 1 and 3; payments was not judged
+    # for retention (no retention figure), but has no lag to lose or drain
+    assert rows == [
+        ("orders", "0", "2", "1", "30.0", "0"), ("orders", "1", "2", "0", "", "0"),
+        ("orders", "2", "1", "", "", "1"), ("orders", "3", "1", "", "", "0"),
+        ("payments", "0", "0", "", "0.0", "0"), ("payments", "1", "0", "", "0.0", "0"),
+        ("payments", "2", "0", "", "0.0", "0"), ("payments", "3", "0", "", "0.0", "0"),
+    ]  # fmt: skip
