@@ -21,6 +21,10 @@ class ConsumersConfig(AppConfig):
         from .web import checks  # noqa: F401 (registers the system checks)
 
         poll_published.connect(alerts_tasks.on_poll, dispatch_uid="consumers.alerts.evaluate")
+        # when each group last had a client online (the abandoned groups)
+        from .lifecycle import seen
+
+        poll_published.connect(seen.on_poll, dispatch_uid="consumers.lifecycle.seen")
         # the kinds of change register with the workflow
         from .dlq import kind as redrive_kind  # noqa: F401
         from .identity import audit_lockout, reset_own_failures

@@ -10,6 +10,7 @@ from .clients import api as clients_api
 from .clients import views as clients
 from .dlq import api as dlq_api
 from .dlq import views as dlq
+from .lifecycle import views as lifecycle
 from .live import api as live_api
 from .live import views as live
 from .messages import api as messages_api
@@ -30,6 +31,7 @@ urlpatterns = [
     path("", live.home, name="home"),
     path("clusters/", live.cluster_list, name="cluster-list"),
     path("groups/", live.group_list, name="group-list"),
+    path("groups/abandoned/", lifecycle.abandoned_page, name="abandoned-groups"),
     path("groups/<slug:cluster>/<str:group>/", live.group_detail, name="group-detail"),
     path("groups/<slug:cluster>/<str:group>/lag.json", live.group_lag_chart, name="group-lag-json"),
     path(
@@ -84,6 +86,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("api/clusters/", live_api.clusters, name="api-clusters"),
     path("api/groups/", live_api.groups, name="api-groups"),
+    path("api/groups/abandoned/", lifecycle.abandoned_api, name="api-abandoned-groups"),
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
     path("api/groups/<slug:cluster>/<str:group>/config/", subscriptions.config_api, name="api-group-config"),
     path("api/groups/<slug:cluster>/<str:group>/clients/", clients_api.group_clients, name="api-group-clients"),

@@ -58,6 +58,7 @@ __all__ = [
     "scope_of",
     "scope_q",
     "scope_to_wire",
+    "teams_covering",
     "within",
     # access.py
     "api_view",
@@ -120,6 +121,7 @@ _WHERE: dict[str, str] = {
     "scope_from_wire": "scope:from_wire",
     "scope_of": "grants",
     "scope_q": "grants",
+    "teams_covering": "grants",
     "scope_to_wire": "scope:to_wire",
     "within": "grants",
     "api_view": "access",

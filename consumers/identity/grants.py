@@ -48,6 +48,19 @@ def rule_of(grant) -> Rule:
     )
 
 
+def teams_covering(cluster: str, group: str) -> list[str]:
+    """The teams (IdP and local groups) a grant names this group for by pattern: its owners, as
+    far as the grants say (a grant on every group names no owner)."""
+    from .models import Grant
+
+    found = []
+    for grant in Grant.objects.exclude(subject_kind=Grant.Subject.USER).exclude(groups__in=("", "*")):
+        rule = rule_of(grant)
+        if rule.groups != EVERY and rule.allows_group(cluster, group):
+            found.append(grant.subject)
+    return sorted(set(found))
+
+
 def rules_for(user) -> tuple[Rule, ...]:
     from .models import Grant
 
