@@ -258,6 +258,8 @@ def _cases(now: dt.datetime) -> list[Case]:
         Case("AllocationChartForm", "hours", ("group-allocation-json", "GET", {}), (1, 168), (0, 169, 10**30)),
         Case("FindForm", "queue_id", ("message-find", "GET", at), (0, 65535), (-1, 65536, 10**30),
              ("api-message-find", at, ("queue_id",))),
+        Case("AbandonedForm", "days", ("abandoned-groups", "GET", {}), (0, 3650), (-1, 3651, 10**30),
+             ("api-abandoned-groups", {}, ("days",))),
         Case("TokenForm", "days", ("token-create", "POST", {"name": "fuzz"}), (1, 3650), (0, 3651, 10**30)),
         Case("FindForm", "offset", ("message-find", "GET", at), (0, LONG), (-1, LONG + 1, 10**30),
              ("api-message-find", at, ("offset",))),

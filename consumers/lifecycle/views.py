@@ -14,15 +14,16 @@ from django.utils.translation import gettext_lazy
 from ..identity import api_view, console_page, scope_of, visible_clusters
 from ..jobs.redis_client import get_redis
 from ..web.errors import bad_request, json_error
+from ..web.inputs import AsciiIntegerField
 from .abandoned import abandoned_groups
 
 
 class AbandonedForm(forms.Form):
-    days = forms.FloatField(required=False, min_value=0, max_value=3650,
-                            help_text=gettext_lazy("no client online for at least this many days"))  # fmt: skip
+    days = AsciiIntegerField(required=False, min_value=0, max_value=3650,
+                             help_text=gettext_lazy("no client online for at least this many days"))  # fmt: skip
     cluster = forms.CharField(required=False, max_length=64)
 
-    def days_or_default(self) -> float:
+    def days_or_default(self) -> int:
         days = self.cleaned_data["days"]
         return settings.ABANDONED_AFTER_DAYS if days is None else days
 

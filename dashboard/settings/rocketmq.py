@@ -42,7 +42,7 @@ ROCKETMQ_TAGLAG_BUDGET = env.int("ROCKETMQ_TAGLAG_BUDGET", 50_000)
 # reads them (consumers/live/retention.py): RETENTION_RISK when it finds some
 RETENTION_HORIZON_SECONDS = env.int("RETENTION_HORIZON_SECONDS", 24 * 3600)
 # a group with no client online for this many days is listed as abandoned (/groups/abandoned/)
-ABANDONED_AFTER_DAYS = env.float("ABANDONED_AFTER_DAYS", 7.0)
+ABANDONED_AFTER_DAYS = env.int("ABANDONED_AFTER_DAYS", 7)
 
 # Health thresholds; per-group overrides live in HealthOverride.
 HEALTH_WINDOW_SECONDS = env.int("HEALTH_WINDOW_SECONDS", 300)
