@@ -86,7 +86,12 @@ async def read_configs(client: AdminClient, group: str) -> dict:
         except RocketMQError as exc:
             return {"address": address, "error": f"{type(exc).__name__}: {exc}"}
         found = configs.get(group)
-        return {"address": address, "config": dict(found.raw) if found else None}
+        read = {"address": address, "config": dict(found.raw) if found else None}
+        try:
+            read["modes"] = (await client.topology.request_modes(address)).get(group, {})
+        except RocketMQError as exc:
+            read["modes_error"] = f"{type(exc).__name__}: {exc}"
+        return read
 
     answers = await asyncio.gather(*(one(a) for a in masters.values()))
     return dict(zip(masters, answers, strict=True))
@@ -94,6 +99,25 @@ async def read_configs(client: AdminClient, group: str) -> dict:
 
 def read(cluster: Cluster, group: str) -> dict:
     return run_on_cluster(cluster, lambda c: read_configs(c, group), seconds=settings.RESET_PREVIEW_DEADLINE)
+
+
+def request_modes(brokers: dict, topics: list[str]) -> list[dict]:
+    """Per topic (those the group consumes, and any with a mode set) and broker: the message
+    request mode, its POP share, and whether it was set or is the broker's default (PULL)."""
+    readable = {n: b for n, b in sorted(brokers.items()) if "error" not in b}
+    named = sorted(set(topics) | {t for b in readable.values() for t in b.get("modes", {})})
+    rows = []
+    for topic in named:
+        for broker, read in readable.items():
+            if "modes_error" in read:
+                rows.append({"topic": topic, "broker": broker, "mode": None, "error": read["modes_error"]})
+                continue
+            mode = read.get("modes", {}).get(topic)
+            shown = {"mode": "PULL", "share": None}  # the broker's default
+            if mode:
+                shown = {"mode": mode["mode"], "share": mode["popShareQueueNum"]}
+            rows.append({"topic": topic, "broker": broker, **shown, "explicit": mode is not None})
+    return rows
 
 
 def table(brokers: dict) -> dict:

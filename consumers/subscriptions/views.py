@@ -10,6 +10,8 @@ from django.utils.translation import gettext as _
 
 from ..changes.guards import Actor, ChangeRefused
 from ..identity import api_view, cluster_or_404, console_action, console_page, remote_addr, scope_of, visible_clusters
+from ..jobs.redis_client import get_redis
+from ..live import snapshots
 from ..rocketmq import RocketMQError
 from ..web.errors import json_error
 from . import services
@@ -30,7 +32,10 @@ def _page(request, cluster, group: str, *, form=None, pause=None, status=200, re
     if not read:
         return render(request, "subscriptions/config.html", context, status=status)
     try:
-        context["config"] = services.table(services.read(cluster, group))
+        brokers = services.read(cluster, group)
+        context["config"] = services.table(brokers)
+        doc = snapshots.read_detail(get_redis(), cluster.pk, group)
+        context["modes"] = services.request_modes(brokers, list(doc.topics) if doc else [])
     except RocketMQError as exc:
         context["error"] = _("the cluster could not be read: %(error)s") % {"error": f"{type(exc).__name__}: {exc}"}
         status = max(status, 502)

@@ -176,14 +176,28 @@ class Topology(Operations):
     async def pop_modes(self, broker_addr: str) -> dict[str, set[str]]:
         """Group -> the topics it consumes with POP on this broker (set with mqadmin
         setConsumeMode: remoting clients then pop instead of holding queues)."""
+        found: dict[str, set[str]] = {}
+        for group, topics in (await self.request_modes(broker_addr)).items():
+            pops = {t for t, mode in topics.items() if mode["mode"] == "POP"}
+            if pops:
+                found[group] = pops
+        return found
+
+    async def request_modes(self, broker_addr: str) -> dict[str, dict[str, dict]]:
+        """Group -> topic -> {"mode": "POP" or "PULL", "popShareQueueNum": n}: the modes set
+        explicitly on this broker (GET_ALL_MESSAGE_REQUEST_MODE); a pair not named is PULL, the
+        broker's default."""
         response = await self.remoting.call(broker_addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
 
-        def build(data: dict) -> dict[str, set[str]]:
-            found: dict[str, set[str]] = {}
+        def build(data: dict) -> dict[str, dict[str, dict]]:
+            found: dict[str, dict[str, dict]] = {}
             for topic, groups in (data.get("messageRequestModeMap") or {}).items():
                 for group, mode in (groups or {}).items():
-                    if str((mode or {}).get("mode", "")).upper() == "POP":
-                        found.setdefault(str(group), set()).add(str(topic))
+                    mode = mode or {}
+                    found.setdefault(str(group), {})[str(topic)] = {
+                        "mode": str(mode.get("mode", "PULL")).upper(),
+                        "popShareQueueNum": int(mode.get("popShareQueueNum", 0) or 0),
+                    }
             return found
 
         return parse_body(response, build, what="message request modes", address=broker_addr)
