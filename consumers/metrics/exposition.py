@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -161,6 +161,15 @@ def job_families(changes: dict[tuple[str, str], int], redrives: dict[str, int]) 
     for state, count in sorted(redrives.items()):
         jobs.add_metric([state], float(count))
     return [requests, jobs]
+
+
+def capture_families(captures: dict[tuple[str, str], int]) -> list[CounterMetricFamily]:
+    """Thread-stack captures per group, counted from the audit log (append-only: a counter)."""
+    family = CounterMetricFamily("rocketmq_console_stack_captures", "Thread-stack captures of a group's clients",
+                                 labels=("cluster", "group"))  # fmt: skip
+    for (cluster, group), count in sorted(captures.items()):
+        family.add_metric([cluster, group], float(count))
+    return [family]
 
 
 class Snapshot(Collector):

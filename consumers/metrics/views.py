@@ -13,13 +13,14 @@ from django.http import HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from ..audit.models import AuditEvent
 from ..changes.models import ChangeRequest
 from ..dlq.models import RedriveJob
 from ..identity import EVERYTHING, Scope, api_view, scope_of, within
 from ..jobs.redis_client import get_redis
 from ..live import selectors, snapshots
 from ..models import Cluster
-from .exposition import Snapshot, cluster_families, group_text, job_families
+from .exposition import Snapshot, capture_families, cluster_families, group_text, job_families
 
 # the text format every Prometheus 2.x reads (our names need nothing of the newer one)
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -45,10 +46,14 @@ def exposition(scope: Scope = EVERYTHING, within=None) -> bytes:
         }
     changes = _only(ChangeRequest.objects, within).values_list("kind", "state").annotate(n=Count("id"))
     redrives = _only(RedriveJob.objects, within).values_list("state").annotate(n=Count("id"))
+    captured = AuditEvent.objects.filter(action="capture_stacks").values_list("cluster", "group")
+    captured = captured.annotate(n=Count("id"))
+    captures = {(c, g): n for c, g, n in captured if scope.sees_group(c, g)}
     registry = CollectorRegistry(auto_describe=False)
     families = [
         *cluster_families(states),
         *job_families({(kind, state): n for kind, state, n in changes}, dict(redrives)),
+        *capture_families(captures),
     ]
     registry.register(Snapshot(families))
     return group_text(rows, per_queue=per_queue).encode() + generate_latest(registry)

@@ -53,7 +53,7 @@ def test_the_metrics_are_the_api_s_numbers(client, east, personas):
     assert audit["lag_seconds"] is None
     assert value(found, "group_lag_seconds", cluster="east", group="audit") is None
     assert value(found, "topic_lag_seconds", cluster="east", group="audit", topic="Audit") is None
-    # one series per state (12 with PAUSED), 1 for the state the API gives
+    # one series per state (13 with PAUSED and RETENTION_RISK), 1 for the state the API gives
     states = {labels[2][1]: v for (name, labels), v in found.items()
               if name == "rocketmq_console_group_health" and dict(labels)["group"] == "orders"}  # fmt: skip
     assert len(states) == 13 and sum(states.values()) == 1 and states[orders["health"]["state"]] == 1
@@ -90,3 +90,21 @@ def test_who_may_scrape(client, east, personas, settings):
     assert client.get("/metrics").status_code == 401
     client.force_login(personas["viewer"])
     assert client.get("/metrics").status_code == 200
+
+
+def test_stack_captures_are_counted_per_group_from_the_audit_log_as_the_scrape_may_see(client, east, personas):
+    from consumers import audit
+    from consumers.identity import Grant
+
+    for name in ("orders", "orders", "audit"):
+        audit.record("capture_stacks", username="operator", cluster="east", group=name, details={"clients": 1})
+    audit.record("reset", username="operator", cluster="east", group="orders")  # another action: not counted
+    found = samples(client.get("/metrics", **bearer(personas)))
+    assert value(found, "stack_captures_total", cluster="east", group="orders") == 2
+    assert value(found, "stack_captures_total", cluster="east", group="audit") == 1
+    scoped = get_user_model().objects.create_user("ord", password="a-long-enough-password-7")
+    Grant.objects.create(subject_kind="user", subject="ord", role="viewer", groups="orders")
+    _, secret = create_token(scoped, name="prom", days=1)
+    theirs = samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {secret}"))
+    assert value(theirs, "stack_captures_total", cluster="east", group="orders") == 2
+    assert value(theirs, "stack_captures_total", cluster="east", group="audit") is None
