@@ -8,6 +8,7 @@ a worker would store is stored as a worker stores it (English evidence, codes)."
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass
 
 from django.utils import timezone
@@ -62,6 +63,10 @@ def build(redis, personas) -> World:
     groups = [group("orders", lag=40), group("audit", lag=7, online=False, topic="A"), _broadcasting("fanout"),
               _grpc("payments"), _pop("popper")]  # fmt: skip
     publish(cluster, redis, groups)
+    # the console has watched the cluster for 30 days and never seen audit's clients: abandoned
+    from consumers.live import snapshots
+
+    redis.set(snapshots.key(cluster.pk, "watching-since"), time.time() - 30 * 86400)
     reset, config, pending = _changes(cluster, personas)
     _alerts(cluster)
     _statistics(personas)
