@@ -174,9 +174,21 @@ def test_clients_of_the_harness_coming_and_going_are_on_the_timeline_and_a_storm
     assert rule.alerts.get().state == "firing"
 
     client.force_login(personas["viewer"])
-    chart = client.get(f"/groups/local/{group}/allocation.json?hours=1").json()
+
+    def timeline() -> dict:
+        return client.get(f"/groups/local/{group}/allocation.json?hours=1").json()
+
+    def each_visitor_took_and_gave_back() -> bool:
+        changes = timeline()["changes"]
+        took, gave = {c["to"] for c in changes}, {c["from"] for c in changes}
+        if set(visitors) <= took and set(visitors) <= gave:
+            return True
+        # under a loaded suite the timeline twice lacked a visitor's hand-back when read at once
+        # (cause not found yet: see the stop note); polls go on while it is waited for, bounded
+        holders()
+        return False
+
+    wait(each_visitor_took_and_gave_back, 30, f"each of {visitors} on both sides of the timeline")
+    chart = timeline()
     assert chart["total"] >= 10
-    took = {c["to"] for c in chart["changes"]}
-    gave = {c["from"] for c in chart["changes"]}
-    assert set(visitors) <= took and set(visitors) <= gave  # each visitor took queues and gave them back
     assert {c["queue"].split("@")[0] for c in chart["changes"]} == {topic}
