@@ -17,6 +17,7 @@ from .messages import api as messages_api
 from .messages import views as messages
 from .metrics import views as metrics
 from .reports import views as reports
+from .resets import api as resets_api
 from .resets import views as resets
 from .skips import views as skips
 from .stats import views as stats
@@ -90,6 +91,7 @@ urlpatterns = [
     path("api/groups/<slug:cluster>/<str:group>/", live_api.group, name="api-group"),
     path("api/groups/<slug:cluster>/<str:group>/config/", subscriptions.config_api, name="api-group-config"),
     path("api/groups/<slug:cluster>/<str:group>/clients/", clients_api.group_clients, name="api-group-clients"),
+    path("api/groups/<slug:cluster>/<str:group>/reset/preview/", resets_api.reset_preview, name="api-reset-preview"),
     path("api/alerts/", alerts.api_alerts, name="api-alerts"),
     path("api/dlq/jobs/<int:pk>/", dlq_api.job, name="api-dlq-job"),
     path("api/dlq/jobs/<int:pk>/<slug:action>/", dlq_api.job_action, name="api-dlq-job-action"),

@@ -19,6 +19,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+from consumers.apiclient import cli as api_client
+
 PROG = "rocketmq-console"
 # subcommand -> the management command it hands the rest of its line to, and what it does
 DJANGO_COMMANDS = {
@@ -83,6 +85,15 @@ def parser() -> argparse.ArgumentParser:
     beat.add_argument("-s", "--schedule", help="its state file (default VAR_DIR/celerybeat-schedule)")
     beat.add_argument("-l", "--loglevel", default="info", type=str.lower, choices=LOG_LEVELS)
 
+    # clients of a console's API, which may run elsewhere: no settings, no database
+    api_client.add_parser(commands, client=f"cli/{version()}")
+    mcp = commands.add_parser("mcp", help="an MCP server over the console's API (stdio or streamable HTTP)")
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    mcp.add_argument("--port", type=_positive, default=8765, help="with --transport http (default %(default)s)")
+    mcp.add_argument("--url", default="", help="the console's URL (default: $ROCKETMQ_CONSOLE_URL)")
+    mcp.add_argument("--token-file", default="", help="a file holding the API token (default: the environment)")
+    mcp.set_defaults(handler=_mcp)
+
     # the rest of the line goes to the management command, which parses it (and answers -h)
     for name, (_, summary) in DJANGO_COMMANDS.items():
         commands.add_parser(name, add_help=False, help=summary)
@@ -108,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     passes_on = args.command in DJANGO_COMMANDS or args.command == "manage"
     if rest and not passes_on:
         args.subparser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if hasattr(args, "handler"):  # api, mcp
+        sys.exit(args.handler(args))
     _django_setup()
     if args.command == "manage":
         from django.core.management import execute_from_command_line
@@ -122,6 +135,21 @@ def main(argv: list[str] | None = None) -> None:
         from . import servers
 
         getattr(servers, args.command)(args)
+
+
+def _mcp(args) -> int:
+    """Bound to 127.0.0.1 over HTTP: an MCP endpoint speaks with its token for whoever reaches
+    it, so it is for this host's assistants (a tunnel or proxy with its own login for others)."""
+    from consumers.apiclient import mcp_server
+    from consumers.apiclient.http import Connection, NotConfigured
+
+    try:
+        api = Connection.configured(f"mcp/{version()}", url=args.url, token_file=args.token_file)
+    except NotConfigured as exc:
+        print(f"{PROG} mcp: {exc}", file=sys.stderr)
+        return 2
+    mcp_server.serve(api, transport=args.transport, port=args.port)
+    return 0
 
 
 def _django_setup() -> None:

@@ -9,6 +9,8 @@ finds the first event whose content no longer matches its hash.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import hashlib
 import json
@@ -20,6 +22,23 @@ from django.db.models import F, Model
 from .models import AuditEvent, AuditHead
 
 GENESIS = "0" * 64
+
+# How the request being served came: the API token (its prefix) and the client that says it sent
+# it (the MCP server, the command line), set by the API's wrapper (identity.access.api_view) for
+# the request's life, so every event recorded while serving it names them without each feature
+# passing them on. Empty for pages, workers and scripts.
+_calling: contextvars.ContextVar[dict | None] = contextvars.ContextVar("audit_calling", default=None)
+
+
+@contextlib.contextmanager
+def calling(**how):
+    """Within this block every event recorded carries `how` (the keys whose value is not empty)
+    as its details' "api"."""
+    token = _calling.set({k: v for k, v in how.items() if v})
+    try:
+        yield
+    finally:
+        _calling.reset(token)
 
 
 def _canonical(event: AuditEvent) -> str:
@@ -55,6 +74,9 @@ def record(
     details: dict | None = None,
 ) -> AuditEvent:
     """Append one event. Runs in (or opens) a transaction; appends are serialised on the head row."""
+    how = _calling.get()
+    if how:
+        details = {**(details or {}), "api": how}
     with transaction.atomic():
         # the UPDATE takes the write lock first (SQLite) / the row lock (PostgreSQL)
         if not AuditHead.objects.filter(pk=1).update(count=F("count") + 1):

@@ -28,7 +28,7 @@ SELECTION = Obj({
 REDRIVE = Obj({
     "target": Choice(tuple(RedriveJob.Target.values)), "target_topic": Str(),
     "rate": Int(1, settings.REDRIVE_MAX_RATE), "reason": Str(max_length=2000), "selection": SELECTION,
-    "accept_unreadable": Bool(),
+    "accept_unreadable": Bool(), "ask_approver": Bool(),
 }, required=("target",))  # fmt: skip
 
 
@@ -80,6 +80,7 @@ def start(request, cluster: str, group: str):
             selection=Selection.from_wire(body.get("selection", {})), target=body["target"],
             target_topic=body.get("target_topic", ""), rate=body.get("rate", settings.REDRIVE_DEFAULT_RATE),
             reason=body.get("reason", ""), accept_unreadable=body.get("accept_unreadable", False),
+            ask_approver=body.get("ask_approver", False),
         )  # fmt: skip
     except ChangeRefused as exc:
         return json_error(exc.status, str(exc))

@@ -46,8 +46,10 @@ def plan_redrive(
     rate: int,
     reason: str = "",
     accept_unreadable: bool = False,
+    ask_approver: bool = False,
 ) -> RedriveJob:
-    """Check, count and create a job: queued, or waiting for an approver when it is large.
+    """Check, count and create a job: queued, or waiting for an approver when it is large or
+    `ask_approver` says so whatever its size (what an agent's proposal does: it only proposes).
 
     A DLQ broker that cannot be read (failing, or a known broker missing from the name server)
     is never silently left out: the plan names it, and a small job starts only when the
@@ -84,7 +86,7 @@ def plan_redrive(
                 % {"brokers": _named(unreadable)}
             )
         raise ChangeRefused(_("no message in the DLQ matches the selection"))
-    large = counted["total"] > settings.REDRIVE_APPROVAL_THRESHOLD
+    large = counted["total"] > settings.REDRIVE_APPROVAL_THRESHOLD or ask_approver
     if unreadable and not large and not accept_unreadable:
         raise ChangeRefused(
             _(
@@ -94,6 +96,8 @@ def plan_redrive(
             % {"brokers": _named(unreadable)},
             409,
         )
+    if ask_approver and not (reason or "").strip():
+        raise ChangeRefused(_("a redrive for an approver needs a reason for them"))
     if large and not (reason or "").strip():
         raise ChangeRefused(
             _("%(total)s messages is more than %(threshold)s: it needs an approver, and a reason for them")

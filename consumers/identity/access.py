@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -19,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from .. import audit
 from ..models import Cluster
 from ..web import apischema
 from ..web.apischema import Obj
@@ -28,6 +30,12 @@ from .grants import scope_of
 from .roles import VIEW
 from .tokens import membership
 from .tokens.auth import TokenLockedOut, token_user
+from .tokens.services import prefix_of
+
+# what the console's own API clients send to say which they are (consumers/apiclient): the MCP
+# server ("mcp/<version>") and the command line ("cli/<version>"); anything else is not recorded
+CLIENT_HEADER = "X-Console-Client"
+_CLIENT = re.compile(r"(mcp|cli)/[0-9A-Za-z.+-]{1,40}")
 
 
 def _with_a_role(view):
@@ -95,9 +103,43 @@ def api_view(view=None, *, methods: tuple[str, ...] = ("GET",), body: Obj | None
                 request.json = apischema.parse(request.body, schema)
             except apischema.SchemaError as exc:
                 return json_error(400, str(exc), field=exc.field)
-        return view(request, *args, **kwargs)
+        how = _how_called(request, via)
+        with audit.calling(**how):
+            response = view(request, *args, **kwargs)
+        if how.get("client"):
+            _record_call(request, response, how)
+        return response
 
     return wrapper
+
+
+def _how_called(request, via: str) -> dict:
+    """The token's prefix (never the secret) and the console client that sent the request."""
+    label = request.headers.get(CLIENT_HEADER, "")
+    how = {"client": label if _CLIENT.fullmatch(label) else ""}
+    if via == "token":
+        how["token"] = prefix_of(request.headers["Authorization"].partition(" ")[2].strip())
+    return how
+
+
+def _record_call(request, response, how: dict) -> None:
+    """Every call of the MCP server and the command line is in the audit log, reads included:
+    an agent's investigation is on record as what it looked at. The path's cluster and group
+    are the event's own (so the log shows it only to whom they show); the query is recorded by
+    its parameter names, as a body search's text is no business of the log's."""
+    match = request.resolver_match
+    args = dict(match.kwargs) if match else {}
+    cluster, group = str(args.pop("cluster", "")), str(args.pop("group", ""))
+    details = {
+        "call": match.url_name if match else request.path[:200],
+        "method": request.method,
+        "status": response.status_code,
+        "args": {k: str(v)[:255] for k, v in args.items()},
+        "query": sorted(request.GET)[:20],
+        "api": how,
+    }
+    audit.record("api-call", username=request.user.get_username(), remote_addr=remote_addr(request),
+                 cluster=cluster[:64], group=group[:255], details=details)  # fmt: skip
 
 
 def _api_user(request):

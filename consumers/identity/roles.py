@@ -165,6 +165,7 @@ ACCESS: dict[str, Rule] = {
     "api-group": Rule(),
     "api-group-config": Rule(),
     "api-group-clients": Rule(),
+    "api-reset-preview": Rule(get=None, post=VIEW, sees="a read: nothing is requested"),
     "api-alerts": Rule(),
     "api-dlq-messages": Rule(sees=BODY_RULE),
     "api-dlq-redrive": Rule(get=None, post=REQUEST),

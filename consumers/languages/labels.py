@@ -61,6 +61,7 @@ AUDIT_ACTIONS = {
     "api-token-create": pgettext_lazy("audit action", "api-token-create"),
     "api-token-revoke": pgettext_lazy("audit action", "api-token-revoke"),
     "api-token-locked-out": pgettext_lazy("audit action", "api-token-locked-out"),
+    "api-call": pgettext_lazy("audit action", "api-call"),  # a call of the MCP server or the command line
     "login": pgettext_lazy("audit action", "login"),
     "logout": pgettext_lazy("audit action", "logout"),
     "login-locked-out": pgettext_lazy("audit action", "login-locked-out"),

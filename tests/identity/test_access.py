@@ -52,6 +52,7 @@ POST_DATA = {
     "token-revoke": {},
     "api-changes": {"cluster": "east", "group": "orders", "params": {"strategy": "earliest"}, "reason": "replay"},
     "api-change-action": {},
+    "api-reset-preview": {"strategy": "earliest"},
     "api-dlq-redrive": {"target": "group", "rate": 10},
     "api-dlq-job-action": {},
 }
