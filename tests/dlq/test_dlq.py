@@ -20,6 +20,7 @@ import pytest
 from consumers.changes.workflow import Actor
 from consumers.dlq import redrive, runner
 from consumers.dlq.browse import Selection
+from consumers.dlq.models import RedriveJob
 from consumers.rocketmq import AdminClient, BrokerBusy, NoPermission
 from consumers.rocketmq.codes import dlq_topic
 from consumers.rocketmq.models import MessageQueue
@@ -194,6 +195,16 @@ def test_the_api_browses_for_everyone_and_redrives_for_operators(client, persona
     assert paused.json()["state"] == "paused"
     assert client.post(f"/api/dlq/jobs/{pk}/explode/", {}, content_type="application/json").status_code == 400
     assert client.get(f"/api/dlq/jobs/{pk}/").json()["moved"] == 0
+
+    # one message, yet asked for an approver (as the MCP server's proposals are): it waits for one
+    assert client.post(f"/api/dlq/jobs/{pk}/cancel/", {}, content_type="application/json").status_code == 200
+    asked = {**body, "ask_approver": True}
+    unexplained = client.post(f"/api/dlq/local/{group}/redrive/", asked, content_type="application/json")
+    assert unexplained.status_code == 400 and "reason" in unexplained.json()["error"]
+    waiting = client.post(f"/api/dlq/local/{group}/redrive/", {**asked, "reason": "the consumer is fixed"},
+                          content_type="application/json").json()  # fmt: skip
+    assert (waiting["total"], waiting["state"]) == (1, "awaiting-approval")
+    assert RedriveJob.objects.get(pk=waiting["id"]).change_request.state == "pending"
 
 
 def test_the_overview_lists_the_dlq_with_its_count_and_arrival_times(client, personas, cluster, dead, mqadmin):
