@@ -6,6 +6,7 @@ token's proposal is refused; no tool, whatever its arguments, decides anything."
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -70,7 +71,7 @@ def test_an_agent_sees_its_scope_proposes_a_reset_and_an_approver_lets_it_run(
     in_thread(poll_cluster, polled)
     queued = []
     monkeypatch.setattr(tasks.execute_change, "delay", queued.append)  # the test plays the worker
-    rule = Rule("operator", ("local",), ("payments-*",))
+    rule = Rule("operator", ("local",), ("payments-*",), (topic,))  # and the messages of its topic
     made, agent = create_token(personas["operator"], name="agent", days=None, rule=rule)
     reader = create_token(personas["operator"], name="reader", days=None, rule=Rule("viewer"))[1]
     server = stdio(live_server.url, agent)
@@ -111,14 +112,40 @@ def test_an_agent_sees_its_scope_proposes_a_reset_and_an_approver_lets_it_run(
             "topic": topic, "broker": sent[0].broker, "queue_id": sent[0].queue_id, "offset": 0, "by": "id",
             "msg_id": "0" * 32, "target": "group", "consume_enable": True, "state": "pending"}  # fmt: skip
 
-    async def every_tool(client):
+    async def every_tool(client, fill):
         return {name: await client.call_tool(name, arguments_for(t.input_schema, fill)) for name, t in tools.items()}
 
-    talk(server, every_tool)
+    talk(server, lambda client: every_tool(client, fill))
     assert ChangeRequest.objects.get(pk=change["id"]).state == State.PENDING
     assert not ChangeRequest.objects.exclude(state=State.PENDING).filter(group=ours).exists()
     assert not AuditEvent.objects.filter(action__in=("approve", "approve-part", "reject", "cancel")).exists()
     assert queued == []
+
+    # every tool aimed at the group out of the token's scope: refused, or nothing of it in the answer
+    # (track_message's message is on a topic both groups read)
+    answers = talk(server, lambda client: every_tool(client, {**fill, "group": theirs}))
+    shown = {name: r.structured_content for name, r in answers.items() if not r.is_error}
+    assert {"list_groups", "track_message", "list_changes"} <= set(shown)
+    assert [name for name, data in shown.items() if theirs in json.dumps(data)] == []
+    assert ours in json.dumps(shown["track_message"])
+    assert not ChangeRequest.objects.filter(group=theirs).exists()
+
+    # the command line: its --json is the API's, and its tables show the same rows
+    cli = [sys.executable, "-m", "dashboard.cli", "api"]
+    env = {"PATH": "/usr/bin:/bin", URL_VARIABLE: live_server.url, TOKEN_VARIABLE: agent}
+    at = [topic, sent[0].broker, str(sent[0].queue_id), str(sent[0].queue_offset)]
+    preview_json = json.loads(subprocess.run([*cli, "--json", "preview", "local", ours, "--strategy", "latest"],
+                                             env=env, cwd=ROOT, capture_output=True, text=True).stdout)  # fmt: skip
+    assert preview_json["plan"]["rows"] == preview.structured_content["plan"]["rows"]
+    table = subprocess.run([*cli, "preview", "local", ours, "--strategy", "latest"], env=env, cwd=ROOT,
+                           capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    assert table[0].split() == ["queue", "committed", "new", "moves", "note"]
+    rows = {line.split()[0]: [None if v == "?" else int(v) for v in line.split()[1:4]] for line in table[1:]}
+    assert rows == {r["label"]: [r["current"], r["target"], r["delta"]] for r in preview_json["plan"]["rows"]}
+    tracked = subprocess.run([*cli, "track", "local", *at], env=env, cwd=ROOT, capture_output=True, text=True)
+    verdicts = {line.split()[0]: line.split()[1] for line in tracked.stdout.splitlines()[1:]}
+    track_json = shown["track_message"]
+    assert verdicts == {g["group"]: g["verdict"] for g in track_json["groups"]} and ours in verdicts
 
     # a person approves it in the browser, and it runs
     log_in(page, live_server.url, "approver", f"/changes/{change['id']}/")
