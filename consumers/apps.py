@@ -28,6 +28,7 @@ class ConsumersConfig(AppConfig):
         # the kinds of change register with the workflow
         from .dlq import kind as redrive_kind  # noqa: F401
         from .identity import audit_lockout, reset_own_failures
+        from .lifecycle import kind as lifecycle_kind  # noqa: F401
         from .resets import kind as reset_kind  # noqa: F401
         from .skips import kind as skip_kind  # noqa: F401
         from .subscriptions import kind as config_kind  # noqa: F401

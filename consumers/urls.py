@@ -33,6 +33,8 @@ urlpatterns = [
     path("clusters/", live.cluster_list, name="cluster-list"),
     path("groups/", live.group_list, name="group-list"),
     path("groups/abandoned/", lifecycle.abandoned_page, name="abandoned-groups"),
+    path("groups/<slug:cluster>/<str:group>/delete/", lifecycle.delete_page, name="group-delete"),
+    path("groups/<slug:cluster>/<str:group>/delete/request/", lifecycle.delete_create, name="group-delete-create"),
     path("groups/<slug:cluster>/<str:group>/", live.group_detail, name="group-detail"),
     path("groups/<slug:cluster>/<str:group>/lag.json", live.group_lag_chart, name="group-lag-json"),
     path(

@@ -36,6 +36,8 @@ class ChangeRequest(models.Model):
         REDRIVE = "redrive", _("DLQ redrive")
         SKIP = "skip", _("message skip")
         CONFIG = "config", _("subscription config change")
+        DELETE = "delete", _("group deletion")
+        RESTORE = "restore", _("group restore")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

@@ -64,6 +64,12 @@ def abandoned_groups(redis, clusters: list[Cluster], scope: Scope, *, days: floa
     return found
 
 
+def watching_rules(cluster: Cluster, group: str) -> list[str]:
+    """The enabled alert rules that watch the group (what stops when it goes)."""
+    rules = AlertRule.objects.filter(enabled=True).prefetch_related("clusters").order_by("name")
+    return [r.name for r in rules if _watches(r, cluster, group)]
+
+
 def _watches(rule: AlertRule, cluster: Cluster, group: str) -> bool:
     named = list(rule.clusters.all())
     if named and cluster not in named:

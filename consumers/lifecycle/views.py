@@ -1,4 +1,5 @@
-"""GET /groups/abandoned/ and /api/groups/abandoned/: the groups no client has run for a while."""
+"""GET /groups/abandoned/ and /api/groups/abandoned/: the groups no client has run for a while;
+/groups/<cluster>/<group>/delete/: what deleting one would remove, and the request."""
 
 from __future__ import annotations
 
@@ -7,14 +8,26 @@ import time
 from django import forms
 from django.conf import settings
 from django.http import JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ..identity import api_view, console_page, scope_of, visible_clusters
+from ..changes.guards import Actor, ChangeRefused
+from ..identity import (
+    REQUEST,
+    api_view,
+    cluster_or_404,
+    console_action,
+    console_page,
+    remote_addr,
+    scope_of,
+    visible_clusters,
+)
 from ..jobs.redis_client import get_redis
+from ..rocketmq import RocketMQError
 from ..web.errors import bad_request, json_error
 from ..web.inputs import AsciiIntegerField
+from . import deletion
 from .abandoned import abandoned_groups
 
 
@@ -54,3 +67,47 @@ def abandoned_api(request):
     if rows is None:
         return json_error(400, "invalid filter", fields=form.errors.get_json_data())
     return JsonResponse({"days": form.days_or_default(), "groups": [r.to_wire() for r in rows]})
+
+
+class DeleteForm(forms.Form):
+    reason = forms.CharField(max_length=2000, label=gettext_lazy("Why"),
+                             help_text=gettext_lazy("for the approver: who confirmed the group is unused"))  # fmt: skip
+
+
+def _delete_page(request, cluster, group: str, *, form=None, status=200, read=True):
+    """What a delete would remove and stop (read from the brokers now), and the request form."""
+    context = {"cluster": cluster, "group": group, "nav": "groups", "form": form or DeleteForm(),
+               "can_request": scope_of(request.user).may(REQUEST, cluster.name, group)}  # fmt: skip
+    if read:
+        try:
+            context["plan"] = deletion.plan_delete(cluster, group)
+        except ChangeRefused as exc:
+            context["refused"], status = str(exc), max(status, exc.status)
+        except RocketMQError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            context["refused"] = _("the cluster could not be read: %(error)s") % {"error": why}
+            status = max(status, 502)
+    return render(request, "lifecycle/delete.html", context, status=status)
+
+
+@console_page
+def delete_page(request, cluster: str, group: str):
+    return _delete_page(request, cluster_or_404(request, cluster, group), group)
+
+
+@console_action
+def delete_create(request, cluster: str, group: str):
+    found = cluster_or_404(request, cluster, group)
+    form = DeleteForm(request.POST)
+    if not form.is_valid():
+        return _delete_page(request, found, group, form=form, status=400, read=False)
+    try:
+        change = deletion.request_delete(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                         reason=form.cleaned_data["reason"])  # fmt: skip
+    except ChangeRefused as exc:
+        form.add_error(None, str(exc))
+        return _delete_page(request, found, group, form=form, status=exc.status, read=False)
+    except RocketMQError as exc:
+        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
+        return _delete_page(request, found, group, form=form, status=502, read=False)
+    return redirect("consumers:change-detail", change.pk)

@@ -53,6 +53,7 @@ POST_DATA = {
     "api-changes": {"cluster": "east", "group": "orders", "params": {"strategy": "earliest"}, "reason": "replay"},
     "api-change-action": {},
     "api-reset-preview": {"strategy": "earliest"},
+    "group-delete-create": {"reason": "unused"},
     "api-dlq-redrive": {"target": "group", "rate": 10},
     "api-dlq-job-action": {},
 }

@@ -293,6 +293,13 @@ class Actions(Operations):
         for address in broker_addrs:
             await self.remoting.call(address, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
 
+    async def delete_subscription_group(self, group: str, broker_addr: str, *, clean_offset: bool = True) -> None:
+        """DELETE_SUBSCRIPTIONGROUP on one broker: the group's config, and with `clean_offset`
+        every committed offset it has there (what `mqadmin deleteSubGroup -r true` does). The
+        broker has no request that removes one topic's offsets of a group."""
+        fields = {"groupName": group, "cleanOffset": "true" if clean_offset else "false"}
+        await self.remoting.call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)
+
     async def set_pop_mode(self, topic: str, group: str, broker_addrs: list[str], *, share: int = 8) -> None:
         """Switch a group's remoting clients to POP for a topic (what `mqadmin setConsumeMode -m
         POP` does): the brokers then hand them messages per pop request."""

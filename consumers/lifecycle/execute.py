@@ -1,0 +1,178 @@
+"""Carry out an approved group deletion or restore once, then read the brokers back.
+
+Claimed like every change (approved -> running with the run's token; a silent worker's run is
+taken over: consumers/jobs/claims.py). A delete records each broker's config and offsets, as read
+at run time, before the first broker is touched, and a take-over keeps that first reading: the
+snapshot an undo restores is what was there, never a half-deleted state. Deleting is idempotent,
+so a broker deleted but not recorded before a crash is deleted again.
+
+Both refuse to go on when the brokers disagree with the plan in a way that matters: a delete when
+a client of the group is online (it started between approval and run), a restore on a broker
+where the group has since come back with a config or offsets of its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext_noop
+
+from .. import audit
+from ..changes.models import ChangeRequest, State
+from ..changes.workflow import SYSTEM, transition
+from ..clusters.connect import run_on_cluster
+from ..jobs import claims
+from ..languages.evidence import register_formats
+from ..rocketmq import RocketMQError
+from ..rocketmq.models import SubscriptionGroupConfig
+from .deletion import online_clients, parse_label, read
+
+# the run's notes, in English in the result (the page shows them translated: languages/evidence.py)
+CLIENT_ONLINE = gettext_noop("a client of the group came online before the run: not deleted")
+RECREATED = gettext_noop("the group came back here since, with a config or offsets of its own: left as it is")
+GONE = gettext_noop("config and offsets gone")
+LEFT = gettext_noop("still has a config or offsets")
+RESTORED = gettext_noop("config and offsets as before the delete")
+DIFFERS = gettext_noop("differs from before the delete")
+NOT_MASTER = gettext_noop("not a master broker of the cluster any more")
+register_formats(CLIENT_ONLINE, RECREATED, GONE, LEFT, RESTORED, DIFFERS, NOT_MASTER)
+
+
+def execute_lifecycle(request_id: int) -> ChangeRequest | None:
+    """Run the request if approved, or take it over if its worker died; None: another has it."""
+    request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    claimed = transition(request, {State.APPROVED}, State.RUNNING, actor=SYSTEM, action="run", run_token=token,
+                         started_at=now, heartbeat_at=now)  # fmt: skip
+    if claimed is None:
+        with transaction.atomic():
+            token = claims.take_over(ChangeRequest, request.pk, running=State.RUNNING, from_token=request.run_token)
+            if token is None:
+                return None
+            before = sorted(request.result.get("done", []))
+            audit.record("resume", username="system", cluster=request.cluster.name, group=request.group,
+                         change_request=request, details={"done_before": before})  # fmt: skip
+        claimed = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
+    run = _delete if claimed.kind == ChangeRequest.Kind.DELETE else _restore
+    result = {"snapshot": {}, "done": [], "failed": {}, **claimed.result}
+    try:
+        run(claimed, token, result)
+        back = read(claimed.cluster, claimed.group)
+        result["read_back"] = {b: _check(claimed, b, back.get(b) or {}) for b in result["done"]}
+    except RocketMQError as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return _finish(claimed, token, result)
+
+
+def _delete(request: ChangeRequest, token: str, result: dict) -> None:
+    brokers = read(request.cluster, request.group)
+    online = online_clients(brokers)
+    for row in request.plan["brokers"]:
+        name = row["broker"]
+        if name in result["done"] or name in result["failed"]:
+            continue
+        now = brokers.get(name) or {"error": NOT_MASTER}
+        if online:
+            result["failed"][name] = CLIENT_ONLINE
+            result["online"] = online
+        elif "error" in now:
+            result["failed"][name] = now["error"]
+        else:
+            result["snapshot"].setdefault(name, {"address": now["address"], "config": now["config"],
+                                                 "offsets": now["offsets"]})  # fmt: skip
+    _save(request, token, result)  # the snapshot, before anything is deleted
+    for name, taken in sorted(result["snapshot"].items()):
+        if name in result["done"] or name in result["failed"]:
+            continue
+        error = run_on_cluster(request.cluster, lambda c, a=taken["address"]: _delete_on(c, request.group, a),
+                               mutation=True)  # fmt: skip
+        if error is None:
+            result["done"].append(name)
+        else:
+            result["failed"][name] = error
+        _save(request, token, result)
+
+
+async def _delete_on(client, group: str, address: str) -> str | None:
+    try:
+        await client.actions.delete_subscription_group(group, address, clean_offset=True)
+    except RocketMQError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _restore(request: ChangeRequest, token: str, result: dict) -> None:
+    brokers = read(request.cluster, request.group)
+    result.setdefault("started", [])
+    for row in request.plan["brokers"]:
+        name = row["broker"]
+        if name in result["done"] or name in result["failed"]:
+            continue
+        now = brokers.get(name) or {"error": NOT_MASTER}
+        if "error" in now:
+            result["failed"][name] = now["error"]
+            continue
+        # a broker this run began writing (a take-over) holds our own writes, not a recreated group
+        if name not in result["started"] and (now["config"] is not None or now["offsets"]):
+            result["failed"][name] = RECREATED
+            continue
+        result["started"].append(name)
+        _save(request, token, result)
+        error = run_on_cluster(request.cluster, lambda c, r=row, a=now["address"]: _restore_on(c, request.group, r, a),
+                               mutation=True)  # fmt: skip
+        if error is None:
+            result["done"].append(name)
+        else:
+            result["failed"][name] = error
+        _save(request, token, result)
+
+
+async def _restore_on(client, group: str, row: dict, address: str) -> str | None:
+    try:
+        if row["config"] is not None:
+            config = SubscriptionGroupConfig.from_wire(row["config"])
+            await client.actions.create_or_update_subscription_group(config, [address])
+        for label, offset in sorted(row["offsets"].items()):
+            await client.actions.update_consumer_offset(group, parse_label(label), offset)
+    except RocketMQError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _check(request: ChangeRequest, broker: str, found: dict) -> dict:
+    if "error" in found:
+        return {"ok": False, "note": found["error"]}
+    if request.kind == ChangeRequest.Kind.DELETE:
+        ok = found.get("config") is None and not found.get("offsets")
+        return {"ok": ok, "note": GONE if ok else LEFT, "offsets_left": len(found.get("offsets") or {})}
+    row = next(r for r in request.plan["brokers"] if r["broker"] == broker)
+    ok = found.get("offsets") == row["offsets"] and (found.get("config") is None) == (row["config"] is None)
+    return {"ok": ok, "note": RESTORED if ok else DIFFERS, "offsets": found.get("offsets")}
+
+
+def _finish(request: ChangeRequest, token: str, result: dict) -> ChangeRequest:
+    result["untouched"] = request.plan.get("unreadable") or []
+    rows = request.plan["brokers"]
+    verified = [b for b, check in result.get("read_back", {}).items() if check["ok"]]
+    if not result["done"]:
+        state = State.FAILED
+    elif len(verified) == len(rows) and not result["failed"] and not result["untouched"] and not result.get("error"):
+        state = State.DONE
+    else:
+        state = State.PARTIAL
+    summary = {"brokers": len(rows), "done": sorted(result["done"]), "verified": verified, "failed": result["failed"],
+               "untouched": [u["broker"] for u in result["untouched"]], "error": result.get("error")}  # fmt: skip
+    with transaction.atomic():
+        if ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
+            result=result, finished_at=timezone.now()
+        ):
+            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
+    return ChangeRequest.objects.get(pk=request.pk)
+
+
+def _save(request: ChangeRequest, token: str, result: dict) -> None:
+    if not claims.beat(ChangeRequest, request.pk, token, result=result):
+        raise RuntimeError(f"request #{request.pk} was taken over by another worker")
