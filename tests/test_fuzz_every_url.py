@@ -254,6 +254,8 @@ def _cases(now: dt.datetime) -> list[Case]:
         Case("GroupFilterForm", "page", ("group-list", "GET", {}), (1, 10**6), (0, 10**6 + 1, 10**30),
              ("api-groups", {}, ("page",))),
         Case("GroupFilterForm", "limit", ("api-groups", "GET", {}), (1, 1000), (0, 1001, 10**30)),  # the API's only
+        Case("GroupFilterForm", "idle_days", ("group-list", "GET", {}), (0, 3650), (-1, 3651, 10**30),
+             ("api-groups", {}, ("idle_days",))),
         Case("LagChartForm", "hours", ("group-lag-json", "GET", {}), (1, 744), (0, 745, 10**30)),
         Case("AllocationChartForm", "hours", ("group-allocation-json", "GET", {}), (1, 168), (0, 169, 10**30)),
         Case("FindForm", "queue_id", ("message-find", "GET", at), (0, 65535), (-1, 65536, 10**30),

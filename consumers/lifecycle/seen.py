@@ -19,9 +19,4 @@ def on_poll(*, cluster, documents, polled_at: float, **_) -> None:
     pipe.execute()
 
 
-def last_online(redis, cluster_id: int) -> tuple[dict[str, float], float | None]:
-    """(group -> when last seen online, when the console began watching: None if never polled)."""
-    seen = redis.hgetall(snapshots.key(cluster_id, "last-online"))
-    since = redis.get(snapshots.key(cluster_id, "watching-since"))
-    decoded = {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in seen.items()}
-    return decoded, float(since) if since is not None else None
+last_online = snapshots.last_online  # the reader lives with the other snapshot keys

@@ -317,6 +317,7 @@ def group_page(
     per_page: int = 100,
     cursor: dict | None = None,
     scope: Scope | None = None,
+    idle_days: int | None = None,
 ) -> GroupPage:
     """One page of the filtered, sorted list: by number, or (`cursor`, for scripts) the rows
     after a given row's place in the order. A cursor is a row's sort value, group and cluster,
@@ -333,6 +334,8 @@ def group_page(
         and (not topic or topic in (r.summary.get("topics") or []))
         and (not health or r.health == health)
     ]
+    if idle_days is not None:
+        rows = _idle(redis, rows, idle_days * 86400, time.time())
     ordered = _ordered(rows, sort, descending=descending)
     pages = max(1, -(-len(ordered) // per_page))
     if cursor is not None:
@@ -344,6 +347,21 @@ def group_page(
     shown = ordered[(page - 1) * per_page : page * per_page]
     following = _place(shown[-1], sort) if page < pages else None
     return GroupPage(with_summaries(redis, shown), len(ordered), page, pages, per_page, following)
+
+
+def _idle(redis, rows: list[GroupRow], seconds: float, now: float) -> list[GroupRow]:
+    """The rows of groups with no client online now and none seen for `seconds` (a group never
+    seen online counts from when the console began watching its cluster; a cluster never polled,
+    or a group whose online state is unknown, is not idle: nothing says so)."""
+    seen = {c.pk: snapshots.last_online(redis, c.pk) for c in {r.cluster for r in rows}}
+    kept = []
+    for row in rows:
+        last, since = seen[row.cluster.pk]
+        name = row.summary["group"]
+        start = last.get(name, since)
+        if row.summary.get("online") is False and start is not None and now - start >= seconds:
+            kept.append(row)
+    return kept
 
 
 def _ordered(rows: list[GroupRow], sort: str, *, descending: bool, first: int | None = None) -> list[GroupRow]:

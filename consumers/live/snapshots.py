@@ -85,6 +85,7 @@ INDEX_FIELDS = (
     "retry_lag",
     "dlq_count",
     "topics",
+    "online",
 )
 
 
@@ -194,3 +195,12 @@ def _entry_time(raw: bytes | str) -> float:
         except ValueError:
             pass
     return json.loads(raw)["t"]
+
+
+def last_online(redis, cluster_id: int) -> tuple[dict[str, float], float | None]:
+    """(group -> when a poll last saw a client of it online, when the console began watching the
+    cluster: None if never polled). Written by consumers/lifecycle/seen.py at every poll."""
+    seen = redis.hgetall(key(cluster_id, "last-online"))
+    since = redis.get(key(cluster_id, "watching-since"))
+    decoded = {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in seen.items()}
+    return decoded, float(since) if since is not None else None

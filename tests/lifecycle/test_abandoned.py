@@ -52,6 +52,13 @@ def test_groups_without_a_client_for_the_days_are_listed_with_what_watches_them(
     assert 'data-group="payments-old"' in page and 'data-group="orders-old"' in page
     assert 'data-group="orders"' not in page
     assert viewer_client.get("/groups/abandoned/?days=x").status_code == 400
+    # the groups list's filter: the same groups, among the list's others
+    idle = viewer_client.get("/api/groups/?idle_days=7&sort=group&dir=asc").json()["groups"]
+    assert [g["group"] for g in idle] == ["orders-old", "payments-old"]
+    assert [g["group"] for g in viewer_client.get("/api/groups/?idle_days=20").json()["groups"]] == ["payments-old"]
+    assert len(viewer_client.get("/api/groups/").json()["groups"]) == 3
+    listed = viewer_client.get("/groups/?idle_days=20").content.decode()
+    assert 'data-group="payments-old"' in listed and 'data-group="orders-old"' not in listed
     # a user whose grants cover payments-* only sees that one
     scoped = personas["viewer"].__class__.objects.create_user("pay", password="a-long-enough-password-9")
     Grant.objects.create(subject_kind="user", subject="pay", role="viewer", groups="payments-*")
