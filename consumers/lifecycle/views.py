@@ -29,6 +29,7 @@ from ..web.errors import bad_request, json_error
 from ..web.inputs import AsciiIntegerField
 from . import deletion
 from .abandoned import abandoned_groups
+from .unpaired import unpaired_groups
 
 
 class AbandonedForm(forms.Form):
@@ -42,31 +43,33 @@ class AbandonedForm(forms.Form):
 
 
 def _found(request):
+    """(form, the abandoned rows or None when the form is invalid, the unpaired groups per cluster)."""
     form = AbandonedForm(request.GET)
     if not form.is_valid():
-        return form, None
+        return form, None, []
     clusters = visible_clusters(request)
     if form.cleaned_data["cluster"]:
         clusters = [c for c in clusters if c.name == form.cleaned_data["cluster"]]
-    rows = abandoned_groups(get_redis(), clusters, scope_of(request.user), days=form.days_or_default(), now=time.time())
-    return form, rows
+    scope = scope_of(request.user)
+    rows = abandoned_groups(get_redis(), clusters, scope, days=form.days_or_default(), now=time.time())
+    return form, rows, [unpaired_groups(c, scope) for c in clusters]
 
 
 @console_page
 def abandoned_page(request):
-    form, rows = _found(request)
+    form, rows, unpaired = _found(request)
     if rows is None:
         return bad_request(request, _("Invalid filter: %(errors)s") % {"errors": form.errors.as_text()})
-    context = {"form": form, "rows": rows, "days": form.days_or_default(), "nav": "groups"}
+    context = {"form": form, "rows": rows, "days": form.days_or_default(), "unpaired": unpaired, "nav": "groups"}
     return render(request, "lifecycle/abandoned.html", context)
 
 
 @api_view
 def abandoned_api(request):
-    form, rows = _found(request)
+    form, rows, unpaired = _found(request)
     if rows is None:
         return json_error(400, "invalid filter", fields=form.errors.get_json_data())
-    return JsonResponse({"days": form.days_or_default(), "groups": [r.to_wire() for r in rows]})
+    return JsonResponse({"days": form.days_or_default(), "groups": [r.to_wire() for r in rows], "unpaired": unpaired})
 
 
 class DeleteForm(forms.Form):

@@ -38,8 +38,10 @@ class GroupFilterForm(forms.Form):
     page = AsciiIntegerField(required=False, min_value=1, max_value=1_000_000)
     cursor = forms.CharField(required=False, max_length=2000, help_text=_("the API's next_cursor"))
     limit = AsciiIntegerField(required=False, min_value=1, max_value=1000, help_text=_("rows per page (API)"))
-    idle_days = AsciiIntegerField(required=False, min_value=0, max_value=3650, label=_("Idle for days"),
-                                  help_text=_("only groups with no client online for at least this many days"))  # fmt: skip
+    idle_days = AsciiIntegerField(
+        required=False, min_value=0, max_value=3650, label=_("Idle for days"),
+        help_text=_("only groups with no client online for at least this many days"),
+    )  # fmt: skip
 
     def clean_cursor(self) -> dict | None:
         """The API's opaque cursor back: a row's place in the order (see selectors.group_page)."""

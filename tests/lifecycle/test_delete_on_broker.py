@@ -111,3 +111,37 @@ def test_a_client_that_started_after_approval_stops_the_delete_and_an_undo_keeps
     kept = approved_and_run(deletion.undo_delete(gone, actor=operator, reason="back"), personas)
     assert kept.state == State.FAILED and set(kept.result["failed"].values()) == {RECREATED}
     assert offsets_of(mqadmin, again, topic) == {(b, q): 3 for (_, b, q) in ours}
+
+
+def test_a_config_without_offsets_and_offsets_without_a_config_are_listed_as_half_there(
+    namesrv, names, create_topic, traffic, mqadmin, redis, viewer_client
+):
+    from consumers.rocketmq import AdminClient
+    from tests.conftest import run
+
+    Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    topic = create_topic(names.topic("half"))
+    sent = traffic.produce(topic, 4).sent
+    config_only, offsets_only = names.group("config-only"), names.group("offsets-only")
+    mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", config_only)
+    offline_group(mqadmin, namesrv, offsets_only, {(topic, m.broker, m.queue_id): 1 for m in sent})
+
+    async def drop_configs():  # what `mqadmin deleteSubGroup` without -r does: the offsets stay
+        async with AdminClient(namesrv) as client:
+            for address in (await client.topology.cluster_info()).masters().values():
+                await client.actions.delete_subscription_group(offsets_only, address, clean_offset=False)
+
+    run(drop_configs())
+    assert config_of(mqadmin, offsets_only) == {} and offsets_of(mqadmin, offsets_only, topic)
+    assert set(config_of(mqadmin, config_only)) == {"broker-a", "broker-b"}
+
+    body = viewer_client.get("/api/groups/abandoned/?cluster=local").json()
+    [local] = body["unpaired"]
+    assert local["unreadable"] == [] and config_only in local["config_without_offsets"]
+    assert offsets_only not in local["config_without_offsets"]
+    assert config_only not in str(local["offsets_without_config"])
+    [found] = [o for o in local["offsets_without_config"] if o["group"] == offsets_only]
+    assert found["topics"] == [topic] and found["brokers"] == sorted({m.broker for m in sent})
+    page = viewer_client.get("/groups/abandoned/").content.decode()
+    assert f'class="config-only" data-group="{config_only}"' in page
+    assert f'class="offsets-only" data-group="{offsets_only}"' in page
