@@ -46,6 +46,7 @@ urlpatterns = [
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/", skips.skip_form, name="skip-form"),
     path(f"groups/<slug:cluster>/<str:group>/skip/{POSITION}/request/", skips.skip_create, name="skip-create"),
     path("groups/<slug:cluster>/<str:group>/config/", subscriptions.config_page, name="config-page"),
+    path("groups/<slug:cluster>/<str:group>/config/mode/", subscriptions.mode_create, name="mode-create"),
     path("groups/<slug:cluster>/<str:group>/clients/", clients.group_clients, name="group-clients"),
     path("groups/<slug:cluster>/<str:group>/clients/stacks/", clients.capture_stacks, name="capture-stacks"),
     path("groups/<slug:cluster>/<str:group>/clients/<str:client_id>/", clients.client_detail, name="client-detail"),

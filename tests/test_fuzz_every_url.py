@@ -196,6 +196,7 @@ class Case:
     shape: Callable = str  # the value as the page's field spells it
     wire: Callable = lambda value: value  # the value as the API takes it
     wire_text: Callable = lambda text: text  # text (other digits) where the API takes the value
+    name: str = ""  # the input's name on the page when the form has a prefix ("mode-share")
 
 
 def _ms(text: str) -> int:
@@ -242,6 +243,10 @@ def _cases(now: dt.datetime) -> list[Case]:
              (*since["refused"], "9999-12-31T00:00"), (*reset_api["time"], ("params", "timestamp_ms")), wire=_ms),
         Case("SkipForm", "count", ("skip-create", "POST", {"reason": "r"}), (1, 10), (0, 11, 10**30),
              (*skip_api, ("params", "count"))),
+        Case("ModeForm", "share", ("mode-create", "POST", {"mode-topic": "orders", "mode-mode": "POP",
+                                                           "mode-reason": "r"}), (1, 64), (0, 65, 10**30),
+             ("api-changes", {**change, "kind": "mode", "params": {"topic": "orders", "mode": "POP"}},
+              ("params", "share")), name="mode-share"),
         Case("ConfigForm", "retryMaxTimes", ("config-create", "POST", {"reason": "r"}), (-1, 64), (-2, 65, 10**30),
              (*config_api, ("params", "set", "retryMaxTimes"))),
         Case("RedriveForm", "rate", redrive, (1, 20000), (0, 20001, 10**30), (*redrive_api, ("rate",))),
@@ -374,7 +379,7 @@ def test_other_digits_and_out_of_range_values_are_refused_alike_by_forms_and_api
         for text, wire, refuse in _spellings(case):
             said, expected = f"{case.form}.{case.field}={text[:40]!r}", "refused" if refuse else "taken"
             before = _made()
-            page = _send_value(client, name, urls[name], {**harmless, case.field: text})
+            page = _send_value(client, name, urls[name], {**harmless, (case.name or case.field): text})
             if page.status_code >= 500 and page.status_code != 502 or _refused(name, page) is not refuse:
                 wrong.append(f"page {name} {said}: {page.status_code}, expected {expected}")
             if case.api is not None:

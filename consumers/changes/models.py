@@ -38,6 +38,7 @@ class ChangeRequest(models.Model):
         CONFIG = "config", _("subscription config change")
         DELETE = "delete", _("group deletion")
         RESTORE = "restore", _("group restore")
+        MODE = "mode", _("switch between POP and PULL")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

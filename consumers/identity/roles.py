@@ -115,6 +115,7 @@ ACCESS: dict[str, Rule] = {
     "skip-create": Rule(get=None, post=REQUEST),
     "config-page": Rule(sees="the change, pause and resume forms: operator and admin"),
     "config-create": Rule(get=None, post=REQUEST),
+    "mode-create": Rule(get=None, post=REQUEST),
     "group-delete": Rule(sees="the request form: operator and admin"),
     "group-delete-create": Rule(get=None, post=REQUEST),
     "group-clients": Rule(sees="capture stacks: operator and admin"),

@@ -13,17 +13,11 @@ where the group has since come back with a config or offsets of its own.
 
 from __future__ import annotations
 
-import uuid
-
-from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .. import audit
-from ..changes.models import ChangeRequest, State
-from ..changes.workflow import SYSTEM, transition
+from ..changes import runs
+from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..jobs import claims
 from ..languages.evidence import register_formats
 from ..rocketmq import RocketMQError
 from ..rocketmq.models import SubscriptionGroupConfig
@@ -42,29 +36,19 @@ register_formats(CLIENT_ONLINE, RECREATED, GONE, LEFT, RESTORED, DIFFERS, NOT_MA
 
 def execute_lifecycle(request_id: int) -> ChangeRequest | None:
     """Run the request if approved, or take it over if its worker died; None: another has it."""
-    request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    claimed = transition(request, {State.APPROVED}, State.RUNNING, actor=SYSTEM, action="run", run_token=token,
-                         started_at=now, heartbeat_at=now)  # fmt: skip
+    claimed = runs.claim(request_id, done="done")
     if claimed is None:
-        with transaction.atomic():
-            token = claims.take_over(ChangeRequest, request.pk, running=State.RUNNING, from_token=request.run_token)
-            if token is None:
-                return None
-            before = sorted(request.result.get("done", []))
-            audit.record("resume", username="system", cluster=request.cluster.name, group=request.group,
-                         change_request=request, details={"done_before": before})  # fmt: skip
-        claimed = ChangeRequest.objects.select_related("cluster").get(pk=request.pk)
-    run = _delete if claimed.kind == ChangeRequest.Kind.DELETE else _restore
-    result = {"snapshot": {}, "done": [], "failed": {}, **claimed.result}
+        return None
+    request, token = claimed
+    run = _delete if request.kind == ChangeRequest.Kind.DELETE else _restore
+    result = {"snapshot": {}, "done": [], "failed": {}, **request.result}
     try:
-        run(claimed, token, result)
-        back = read(claimed.cluster, claimed.group)
-        result["read_back"] = {b: _check(claimed, b, back.get(b) or {}) for b in result["done"]}
+        run(request, token, result)
+        back = read(request.cluster, request.group)
+        result["read_back"] = {b: _check(request, b, back.get(b) or {}) for b in result["done"]}
     except RocketMQError as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
-    return _finish(claimed, token, result)
+    return runs.finish(request, token, result, done="done")
 
 
 def _delete(request: ChangeRequest, token: str, result: dict) -> None:
@@ -83,7 +67,7 @@ def _delete(request: ChangeRequest, token: str, result: dict) -> None:
         else:
             result["snapshot"].setdefault(name, {"address": now["address"], "config": now["config"],
                                                  "offsets": now["offsets"]})  # fmt: skip
-    _save(request, token, result)  # the snapshot, before anything is deleted
+    runs.save(request, token, result)  # the snapshot, before anything is deleted
     for name, taken in sorted(result["snapshot"].items()):
         if name in result["done"] or name in result["failed"]:
             continue
@@ -93,7 +77,7 @@ def _delete(request: ChangeRequest, token: str, result: dict) -> None:
             result["done"].append(name)
         else:
             result["failed"][name] = error
-        _save(request, token, result)
+        runs.save(request, token, result)
 
 
 async def _delete_on(client, group: str, address: str) -> str | None:
@@ -120,14 +104,14 @@ def _restore(request: ChangeRequest, token: str, result: dict) -> None:
             result["failed"][name] = RECREATED
             continue
         result["started"].append(name)
-        _save(request, token, result)
+        runs.save(request, token, result)
         error = run_on_cluster(request.cluster, lambda c, r=row, a=now["address"]: _restore_on(c, request.group, r, a),
                                mutation=True)  # fmt: skip
         if error is None:
             result["done"].append(name)
         else:
             result["failed"][name] = error
-        _save(request, token, result)
+        runs.save(request, token, result)
 
 
 async def _restore_on(client, group: str, row: dict, address: str) -> str | None:
@@ -151,28 +135,3 @@ def _check(request: ChangeRequest, broker: str, found: dict) -> dict:
     row = next(r for r in request.plan["brokers"] if r["broker"] == broker)
     ok = found.get("offsets") == row["offsets"] and (found.get("config") is None) == (row["config"] is None)
     return {"ok": ok, "note": RESTORED if ok else DIFFERS, "offsets": found.get("offsets")}
-
-
-def _finish(request: ChangeRequest, token: str, result: dict) -> ChangeRequest:
-    result["untouched"] = request.plan.get("unreadable") or []
-    rows = request.plan["brokers"]
-    verified = [b for b, check in result.get("read_back", {}).items() if check["ok"]]
-    if not result["done"]:
-        state = State.FAILED
-    elif len(verified) == len(rows) and not result["failed"] and not result["untouched"] and not result.get("error"):
-        state = State.DONE
-    else:
-        state = State.PARTIAL
-    summary = {"brokers": len(rows), "done": sorted(result["done"]), "verified": verified, "failed": result["failed"],
-               "untouched": [u["broker"] for u in result["untouched"]], "error": result.get("error")}  # fmt: skip
-    with transaction.atomic():
-        if ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
-            result=result, finished_at=timezone.now()
-        ):
-            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
-    return ChangeRequest.objects.get(pk=request.pk)
-
-
-def _save(request: ChangeRequest, token: str, result: dict) -> None:
-    if not claims.beat(ChangeRequest, request.pk, token, result=result):
-        raise RuntimeError(f"request #{request.pk} was taken over by another worker")

@@ -13,17 +13,11 @@ reached is named and the others go on (partial).
 
 from __future__ import annotations
 
-import uuid
-
-from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .. import audit
-from ..changes.models import ChangeRequest, State
-from ..changes.workflow import SYSTEM, transition
+from ..changes import runs
+from ..changes.models import ChangeRequest
 from ..clusters.connect import run_on_cluster
-from ..jobs import claims
 from ..languages.evidence import register_formats
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import SubscriptionGroupConfig
@@ -32,21 +26,8 @@ from .services import read_configs
 
 def execute_config(request_id: int) -> ChangeRequest | None:
     """Run the request if approved, or take it over if its worker died; None: another has it."""
-    request = ChangeRequest.objects.select_related("cluster").get(pk=request_id)
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    claimed = transition(request, {State.APPROVED}, State.RUNNING, actor=SYSTEM, action="run", run_token=token,
-                         started_at=now, heartbeat_at=now)  # fmt: skip
-    if claimed is not None:
-        return _run(claimed, token)
-    with transaction.atomic():
-        token = claims.take_over(ChangeRequest, request.pk, running=State.RUNNING, from_token=request.run_token)
-        if token is None:
-            return None
-        before = sorted(request.result.get("applied", {}))
-        audit.record("resume", username="system", cluster=request.cluster.name, group=request.group,
-                     change_request=request, details={"applied_before": before})  # fmt: skip
-    return _run(ChangeRequest.objects.select_related("cluster").get(pk=request.pk), token)
+    claimed = runs.claim(request_id, done="applied")
+    return None if claimed is None else _run(*claimed)
 
 
 def _run(request: ChangeRequest, token: str) -> ChangeRequest:
@@ -65,7 +46,7 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
                 result["failed"][row["broker"]] = found.get("error") or "the group's config is gone from this broker"
             else:
                 result["replaced"][row["broker"]] = {k: found["config"].get(k) for k in row["after"]}
-        _save(request, token, result)  # what each broker had, before anything is written
+        runs.save(request, token, result)  # what each broker had, before anything is written
         pending = [r for r in rows if r["broker"] in result["replaced"] and r["broker"] not in result["applied"]]
         for row in pending:
             error = run_on_cluster(request.cluster, lambda c, row=row: _write(c, request.group, row), mutation=True)
@@ -73,13 +54,14 @@ def _run(request: ChangeRequest, token: str) -> ChangeRequest:
                 result["applied"][row["broker"]] = row["after"]
             else:
                 result["failed"][row["broker"]] = error
-            _save(request, token, result)
+            runs.save(request, token, result)
         back = run_on_cluster(request.cluster, lambda c: read_configs(c, request.group))
         applied = [row for row in rows if row["broker"] in result["applied"]]
         result["read_back"] = {row["broker"]: _check(row, back.get(row["broker"]) or {}) for row in applied}
     except RocketMQError as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
-    return _finish(request, token, rows, result)
+    summary = {"before": result["replaced"], "after": result["applied"]}
+    return runs.finish(request, token, result, done="applied", summary=summary)
 
 
 async def _write(client: AdminClient, group: str, row: dict) -> str | None:
@@ -111,28 +93,3 @@ def _check(row: dict, found: dict) -> dict:
     values = {k: config.get(k) for k in row["after"]}
     ok = values == row["after"]
     return {"ok": ok, "values": values, "note": HOLDS_NEW if ok else HOLDS_OTHER}
-
-
-def _finish(request: ChangeRequest, token: str, rows: list[dict], result: dict) -> ChangeRequest:
-    result["untouched"] = request.plan.get("unreadable") or []
-    verified = [b for b, check in result.get("read_back", {}).items() if check["ok"]]
-    if not result["applied"]:
-        state = State.FAILED
-    elif len(verified) == len(rows) and not result["failed"] and not result["untouched"] and not result.get("error"):
-        state = State.DONE
-    else:
-        state = State.PARTIAL
-    summary = {"brokers": len(rows), "applied": sorted(result["applied"]), "verified": verified,
-               "failed": result["failed"], "untouched": [u["broker"] for u in result["untouched"]],
-               "before": result["replaced"], "after": result["applied"], "error": result.get("error")}  # fmt: skip
-    with transaction.atomic():
-        if ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
-            result=result, finished_at=timezone.now()
-        ):
-            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
-    return ChangeRequest.objects.get(pk=request.pk)
-
-
-def _save(request: ChangeRequest, token: str, result: dict) -> None:
-    if not claims.beat(ChangeRequest, request.pk, token, result=result):
-        raise RuntimeError(f"request #{request.pk} was taken over by another worker")

@@ -42,3 +42,13 @@ class PauseForm(forms.Form):
         super().__init__(*args, **kwargs)
         if not settings.CHANGES_EMERGENCY_PAUSE:
             del self.fields["emergency"]
+
+
+class ModeForm(forms.Form):
+    """Switch the group between POP and PULL on one topic, on every master broker."""
+
+    topic = forms.CharField(label=_("Topic"), max_length=255)
+    mode = forms.ChoiceField(label=_("Mode"), choices=[("POP", "POP"), ("PULL", "PULL")])
+    share = AsciiIntegerField(label="popShareQueueNum", required=False, min_value=1, max_value=64, initial=8,
+                              help_text=_("POP: how many clients share a queue"))  # fmt: skip
+    reason = forms.CharField(label=_("Reason"), max_length=2000)

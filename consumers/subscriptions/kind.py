@@ -6,9 +6,10 @@ from ..changes import kinds, notify
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
 from ..jobs import claims
-from ..web.apischema import Bool, Int, Obj
-from . import services
+from ..web.apischema import Bool, Choice, Int, Obj, Str
+from . import modes, services
 from .execute import execute_config
+from .modes_run import execute_mode
 
 # the range the form (forms.ConfigForm) and the service check too: one range everywhere
 _RETRIES = services.EDITABLE["retryMaxTimes"]
@@ -56,5 +57,36 @@ CONFIG = kinds.register(
     )
 )
 
-# a config change whose worker went silent is taken over by the next execute_change
-claims.register(ChangeRequest, running=State.RUNNING, requeue=requeue, only={"kind": ChangeRequest.Kind.CONFIG})
+
+def run_mode(request_id: int) -> str:
+    ended = execute_mode(request_id)
+    if ended is None:
+        return "another worker has it"
+    notify.decided(ended)
+    return ended.state
+
+
+def _api_mode(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:
+    return modes.request_mode(actor=actor, cluster=cluster, group=group, topic=params["topic"], mode=params["mode"],
+                              share=params.get("share"), reason=reason)  # fmt: skip
+
+
+# the body of POST /api/changes/ with "kind": "mode": {"topic", "mode": POP or PULL, "share": popShareQueueNum}
+MODE_PARAMS = Obj({"topic": Str(max_length=255, required=True), "mode": Choice(modes.MODES),
+                   "share": Int(*modes.SHARE_RANGE)}, required=("topic", "mode"))  # fmt: skip
+MODE = kinds.register(
+    kinds.ChangeKind(
+        name=ChangeRequest.Kind.MODE,
+        execute=run_mode,
+        moved_since=modes.moved_since,
+        effect_changed=modes.effect_changed,
+        actions={"refresh": modes.refresh, "undo": modes.undo},
+        api_params=MODE_PARAMS,
+        api_create=_api_mode,
+        detail_template="subscriptions/_mode_changed.html",
+    )
+)
+
+# a config change or mode switch whose worker went silent is taken over by the next execute_change
+claims.register(ChangeRequest, running=State.RUNNING, requeue=requeue,
+                only={"kind__in": [ChangeRequest.Kind.CONFIG, ChangeRequest.Kind.MODE]})  # fmt: skip

@@ -14,11 +14,11 @@ from ..jobs.redis_client import get_redis
 from ..live import snapshots
 from ..rocketmq import RocketMQError
 from ..web.errors import json_error
-from . import services
-from .forms import ConfigForm, PauseForm
+from . import modes, services
+from .forms import ConfigForm, ModeForm, PauseForm
 
 
-def _page(request, cluster, group: str, *, form=None, pause=None, status=200, read=True):
+def _page(request, cluster, group: str, *, form=None, pause=None, mode=None, status=200, read=True):
     """The page; `read=False` after a refusal or a failed request: the forms and what went wrong,
     without reading the broker again (a refusal comes before any broker read)."""
     context = {
@@ -27,6 +27,7 @@ def _page(request, cluster, group: str, *, form=None, pause=None, status=200, re
         "nav": "groups",
         "form": form or ConfigForm(),
         "pause": pause or PauseForm(prefix="pause"),
+        "mode_form": mode or ModeForm(prefix="mode"),
         "emergency_allowed": settings.CHANGES_EMERGENCY_PAUSE,
     }
     if not read:
@@ -71,6 +72,26 @@ def config_create(request, cluster: str, group: str):
     except RocketMQError as exc:
         form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
         return _page(request, found, group, **{keyword: form}, status=502, read=False)
+    return redirect("consumers:change-detail", change.pk)
+
+
+@console_action
+def mode_create(request, cluster: str, group: str):
+    found = cluster_or_404(request, cluster, group)
+    form = ModeForm(request.POST, prefix="mode")
+    if not form.is_valid():
+        return _page(request, found, group, mode=form, status=400, read=False)
+    data = form.cleaned_data
+    try:
+        change = modes.request_mode(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                    topic=data["topic"], mode=data["mode"], share=data["share"],
+                                    reason=data["reason"])  # fmt: skip
+    except ChangeRefused as exc:
+        form.add_error(None, str(exc))
+        return _page(request, found, group, mode=form, status=exc.status, read=False)
+    except RocketMQError as exc:
+        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
+        return _page(request, found, group, mode=form, status=502, read=False)
     return redirect("consumers:change-detail", change.pk)
 
 

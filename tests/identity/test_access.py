@@ -54,6 +54,7 @@ POST_DATA = {
     "api-change-action": {},
     "api-reset-preview": {"strategy": "earliest"},
     "group-delete-create": {"reason": "unused"},
+    "mode-create": {"mode-topic": "orders", "mode-mode": "POP", "mode-share": "8", "mode-reason": "pop"},
     "api-dlq-redrive": {"target": "group", "rate": 10},
     "api-dlq-job-action": {},
 }

@@ -196,6 +196,7 @@ final class Scenario implements Worker {
         event.put("originMsgId", msg.getProperty("ORIGIN_MESSAGE_ID"));
         event.put("redriveJob", msg.getProperty("REDRIVE_JOB"));
         event.put("storeTime", msg.getStoreTimestamp());
+        event.put("popCk", msg.getProperty("POP_CK")); // set by the broker on a message handed out by POP
         event.put("result", result);
         Events.emit(event);
     }
