@@ -35,6 +35,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
+from ..identity import teams_covering
 from ..languages.evidence import translate_evidence
 from ..languages.preferences import by_language, site_language
 from ..live.health import SEVERITY
@@ -75,6 +76,8 @@ def _alert(alert: Alert, event: str) -> dict:
         "resolved_because": alert.end_evidence if event == "resolved" else None,
         "url": link(alert),
         "path": path(alert),
+        # the teams whose grants name the group: receivers route on them (Alertmanager: the teams label)
+        "teams": teams_covering(alert.cluster.name, alert.subject) if alert.scope == "group" else [],
     }
 
 
@@ -176,6 +179,8 @@ def _alertmanager_entry(body: dict) -> dict:
               "source": "rocketmq-console"}  # fmt: skip
     if a["subject"]:
         labels[a["scope"]] = a["subject"]
+    if a.get("teams"):
+        labels["teams"] = ",".join(a["teams"])  # route with a matcher such as teams=~"(.*,)?payments(,.*)?"
     entry = {
         "labels": labels,
         "annotations": {"summary": headline(body), "evidence": a["evidence"]},

@@ -49,11 +49,17 @@ DRAIN_NEVER = gettext_noop("lag %(lag)s does not shrink at the current rates (%(
 DRAIN_UNDER = gettext_noop("drains in about %(seconds)s s (threshold %(threshold)s s)")
 DRAIN_DONE = gettext_noop("the lag is consumed")
 DRAIN_UNKNOWN = gettext_noop("the drain forecast is unknown now: %(reason)s")
+IDLE_SINCE = gettext_noop("no client online for %(days)s days (threshold %(threshold)s days)")
+IDLE_NEVER = gettext_noop(
+    "no client seen online in the %(days)s days the console has watched (threshold %(threshold)s days)"
+)
+IDLE_ENDED = gettext_noop("a client of the group is online again")
+IDLE_UNDER = gettext_noop("idle for less than the threshold of %(threshold)s days")
 EVIDENCE_FORMATS = (
     DRAIN_ABOVE, DRAIN_NEVER, DRAIN_UNDER, DRAIN_DONE, DRAIN_UNKNOWN,
     POLL_FAILED, CLUSTER_POLL_WHY, CLUSTER_POLL, GROUPS_INCOMPLETE, BROKER_GONE, BROKER_AT_ERROR, BROKER_AT,
     BROKER_IS, NO_LONGER_MATCHES, NO_LONGER_LISTED, HEALTH_WITH, HEALTH_IS, LAG_UNMEASURED, LAG_UNDER, LAG_ABOVE,
-    DLQ_UNDER, DLQ_ABOVE,
+    DLQ_UNDER, DLQ_ABOVE, IDLE_SINCE, IDLE_NEVER, IDLE_ENDED, IDLE_UNDER,
 )  # fmt: skip
 register_formats(*EVIDENCE_FORMATS)
 
@@ -95,7 +101,10 @@ def judge(
     meta: ClusterMeta,
     documents: dict[str, GroupDocument] | None,
     window: dict[str, list[Sample]] | None = None,
+    idle: dict[str, Idle] | None = None,
 ) -> Judgement:
+    """`window`: each group's recent samples (rates); `idle`: how long each group has had no
+    client online (the abandoned condition), from the polls' record (consumers/lifecycle/seen.py)."""
     if spec.scope == CLUSTER:
         return _cluster(meta)
     if documents is None:  # the poll failed: brokers and groups are unknown, not gone
@@ -104,11 +113,12 @@ def judge(
         return _brokers(meta)
     verdict = Judgement()
     check = _GROUP_CHECKS[spec.condition]
+    inputs = (idle if spec.condition == "abandoned" else window) or {}
     for group, doc in _in_scope(spec, documents):
         if doc.stale:
             verdict.unknown.add(group)
             continue
-        seen = check(spec, doc, (window or {}).get(group))
+        seen = check(spec, doc, inputs.get(group))
         if seen is None:
             verdict.unknown.add(group)
         elif seen is not False:
@@ -140,6 +150,8 @@ def clear_evidence(spec: Spec, subject: str, meta: ClusterMeta, documents: dict[
         return LAG_UNDER % {"seconds": f"{doc.lag_seconds:.0f}", "threshold": f"{spec.threshold:g}"}
     if spec.condition in ("drain_seconds", "not_draining"):
         return _drain_clear(spec, doc.drain or {})
+    if spec.condition == "abandoned":
+        return IDLE_ENDED if doc.online else IDLE_UNDER % {"threshold": f"{spec.threshold:g}"}
     return DLQ_UNDER % {"threshold": f"{spec.threshold:g}"}
 
 
@@ -205,9 +217,25 @@ def _drain(spec: Spec, doc: GroupDocument, samples) -> Observation | bool | None
     return False if state in (DRAINED, DRAINING) else None
 
 
+@dataclass(frozen=True)
+class Idle:
+    seconds: float  # since a client was last seen online, or since the console began watching
+    seen: bool  # False: never seen online while watched
+
+
+def _abandoned(spec: Spec, doc: GroupDocument, idle: Idle | None) -> Observation | bool | None:
+    if doc.online is None or (doc.online is False and idle is None):
+        return None  # online or not is unknown, or nothing was recorded yet
+    if doc.online or idle.seconds < spec.threshold * DAY:
+        return False
+    values = {"days": f"{idle.seconds / DAY:.1f}", "threshold": f"{spec.threshold:g}"}
+    return Observation((IDLE_SINCE if idle.seen else IDLE_NEVER) % values)
+
+
+DAY = 86400.0
 _GROUP_CHECKS = {
     "state": _state, "lag_seconds": _lag_seconds, "dlq_rate": _dlq_rate,
-    "drain_seconds": _drain, "not_draining": _drain,
+    "drain_seconds": _drain, "not_draining": _drain, "abandoned": _abandoned,
 }  # fmt: skip
 
 

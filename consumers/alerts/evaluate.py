@@ -19,10 +19,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+import redis as redis_py
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ..jobs.redis_client import get_redis
+from ..live import snapshots
 from ..models import Cluster
 from . import conditions, silences
 from .models import Alert, AlertRule, Channel, Delivery
@@ -73,19 +76,33 @@ def evaluate_cluster(cluster: Cluster, meta, documents, window, *, now: dt.datet
         (a.rule_id, a.subject): a
         for a in Alert.objects.filter(cluster=cluster, state__in=Alert.OPEN, rule__in=rules).select_related("rule")
     }
+    idle = _idle(cluster, documents, now) if any(r.condition == AlertRule.Condition.ABANDONED for r in rules) else None
     for rule in rules:
         mine = {subject: a for (rule_id, subject), a in open_alerts.items() if rule_id == rule.pk}
         try:
-            _evaluate_rule(rule, cluster, mine, meta, documents, window, now, outcome)
+            _evaluate_rule(rule, cluster, mine, meta, documents, window, now, outcome, idle)
         except Exception:  # one rule's trouble must not stop the others (nor the poll)
             log.exception("alert rule %r on %s", rule.name, cluster.name)
     outcome.seconds = time.monotonic() - started
     return outcome
 
 
-def _evaluate_rule(rule, cluster, mine: dict, meta, documents, window, now, outcome: Outcome) -> None:
+def _idle(cluster: Cluster, documents, now: dt.datetime) -> dict[str, conditions.Idle]:
+    """How long each offline group has had no client, from the polls' record (lifecycle/seen.py)."""
+    try:
+        last, since = snapshots.last_online(get_redis(), cluster.pk)
+    except redis_py.RedisError:  # unknown: the rule's groups are judged unknown, never idle
+        return {}
+    if since is None or not documents:
+        return {}
+    at = now.timestamp()
+    return {g: conditions.Idle(max(0.0, at - last.get(g, since)), g in last) for g, d in documents.items()
+            if d.online is False}  # fmt: skip
+
+
+def _evaluate_rule(rule, cluster, mine: dict, meta, documents, window, now, outcome: Outcome, idle=None) -> None:
     spec = spec_of(rule)
-    verdict = conditions.judge(spec, meta, documents, window)
+    verdict = conditions.judge(spec, meta, documents, window, idle)
     for subject, seen in verdict.holds.items():
         alert = mine.pop(subject, None)
         if alert is None:

@@ -56,6 +56,7 @@ class AlertRule(models.Model):
         NOT_DRAINING = "not_draining", _("a group's lag does not shrink at the current rates")
         CLUSTER_DEGRADED = "cluster_degraded", _("a cluster's poll is degraded or failed")
         BROKER_MISSING = "broker_missing", _("a broker is missing or not answering")
+        ABANDONED = "abandoned", _("a group has had no client online for at least the threshold in days")
 
     class Severity(models.TextChoices):
         CRITICAL = "critical"
@@ -64,6 +65,7 @@ class AlertRule(models.Model):
 
     GROUP_CONDITIONS = (
         Condition.STATE, Condition.LAG_SECONDS, Condition.DLQ_RATE, Condition.DRAIN_SECONDS, Condition.NOT_DRAINING,
+        Condition.ABANDONED,
     )  # fmt: skip
 
     name = models.CharField(max_length=100, unique=True)
@@ -71,7 +73,7 @@ class AlertRule(models.Model):
     condition = models.CharField(max_length=20, choices=Condition.choices)
     states = models.JSONField(default=list, blank=True, help_text=_("state rules: health states, e.g. STOPPED"))
     threshold = models.FloatField(
-        null=True, blank=True, help_text=_("lag seconds, dead letters per hour, or drain seconds")
+        null=True, blank=True, help_text=_("lag seconds, dead letters per hour, drain seconds, or days abandoned")
     )
     for_seconds = models.PositiveIntegerField(
         default=0, help_text=_("the condition must hold this long before the alert fires (against flapping)")
@@ -98,9 +100,13 @@ class AlertRule(models.Model):
             if not self.states or unknown or not isinstance(self.states, list):
                 states = ", ".join(SEVERITY)
                 raise ValidationError({"states": _("Give a list of states among %(states)s.") % {"states": states}})
-        if self.condition in (self.Condition.LAG_SECONDS, self.Condition.DLQ_RATE, self.Condition.DRAIN_SECONDS) and (
-            self.threshold is None or self.threshold < 0
-        ):
+        needs = (
+            self.Condition.LAG_SECONDS,
+            self.Condition.DLQ_RATE,
+            self.Condition.DRAIN_SECONDS,
+            self.Condition.ABANDONED,
+        )
+        if self.condition in needs and (self.threshold is None or self.threshold < 0):
             raise ValidationError({"threshold": _("This condition needs a threshold of 0 or more.")})
 
 

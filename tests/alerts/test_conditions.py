@@ -156,3 +156,17 @@ def test_why_a_drain_alert_ends():
         clear_evidence(Spec("drain_seconds", threshold=60), "h", meta(), docs)
         == "drains in about 30 s (threshold 60 s)"
     )
+
+
+def test_an_abandoned_rule_holds_past_its_days_and_is_unknown_where_nothing_says():
+    from consumers.alerts.conditions import Idle
+
+    day = 86400.0
+    offline = ("old", "never", "recent", "unrecorded")
+    docs = {name: doc(name, online=False) for name in offline}
+    docs |= {"online": doc("online", online=True), "unsure": doc("unsure", online=None)}
+    idle = {"old": Idle(9 * day, True), "never": Idle(30 * day, False), "recent": Idle(2 * day, True)}
+    verdict = judge(Spec("abandoned", threshold=7), meta(), docs, idle=idle)
+    assert set(verdict.holds) == {"old", "never"} and verdict.unknown == {"unsure", "unrecorded"}
+    assert verdict.holds["old"].evidence == "no client online for 9.0 days (threshold 7 days)"
+    assert verdict.holds["never"].evidence.startswith("no client seen online in the 30.0 days the console has watched")

@@ -221,3 +221,30 @@ def test_a_rule_with_alerts_is_disabled_not_deleted(east, redis, queued):
     publish(east, redis, [stopped()])
     with pytest.raises(ProtectedError):
         rule.delete()
+
+
+def test_a_group_abandoned_for_the_days_fires_naming_its_teams_and_resolves_when_a_client_is_back(east, redis, queued):
+    import time
+
+    from consumers.alerts import channels
+    from consumers.identity import Grant
+
+    Grant.objects.create(subject_kind="idp_group", subject="payments", role="viewer", groups="orders*")
+    hook = make_channel()
+    make_rule(hook, name="abandoned", condition="abandoned", states=(), threshold=7)
+    publish(east, redis, [stopped(), stopped("fresh"), healthy("billing")])
+    assert Alert.objects.count() == 0  # the console began watching now: nobody idle for 7 days yet
+    now = time.time()
+    # as the polls would have left it: orders last online 10 days ago, fresh 2 days ago
+    redis.hset(snapshots.key(east.pk, "last-online"), mapping={"orders": now - 10 * 86400, "fresh": now - 2 * 86400})
+    redis.set(snapshots.key(east.pk, "watching-since"), now - 30 * 86400)
+    publish(east, redis, [stopped(), stopped("fresh"), healthy("billing")])
+    alert = Alert.objects.get()
+    assert (alert.state, alert.subject) == ("firing", "orders")
+    assert alert.evidence.startswith("no client online for 10.0 days (threshold 7 days)")
+    body = channels.message(Delivery.objects.get(alert=alert))
+    assert body["alert"]["teams"] == ["payments"]
+    assert channels._alertmanager_entry(body)["labels"]["teams"] == "payments"
+    publish(east, redis, [healthy(), stopped("fresh"), healthy("billing")])
+    alert.refresh_from_db()
+    assert alert.state == "resolved" and alert.end_evidence == "a client of the group is online again"

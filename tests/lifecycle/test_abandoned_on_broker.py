@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from consumers.alerts.models import Alert, AlertRule
 from consumers.live import snapshots
 from consumers.live.poll import poll_cluster
 from consumers.models import Cluster
@@ -32,6 +33,10 @@ def test_a_stopped_group_with_offsets_on_two_brokers_is_listed_as_abandoned(
 
     wait(lambda: doc().online and doc().lag == 0, 60, "online, every message committed")
     seen_online = time.time()
+    # a rule for groups abandoned for 0 days: what the next polls judge (the poll evaluates the rules)
+    rule = AlertRule.objects.create(name="abandoned now", condition="abandoned", threshold=0, group_pattern=group)
+    doc()
+    assert not Alert.objects.filter(rule=rule).exists()  # online: not abandoned
     assert group not in [g["group"] for g in viewer_client.get("/api/groups/abandoned/?days=0").json()["groups"]]
     consumer.stop()
     wait(lambda: doc().online is False, 60, "offline")
@@ -42,3 +47,5 @@ def test_a_stopped_group_with_offsets_on_two_brokers_is_listed_as_abandoned(
     assert not parse_consumer_connection(connections.out).connections and "not online" in connections.err, connections
     rows = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", group).out).rows
     assert {r.broker for r in rows if r.topic == topic} == {"broker-a", "broker-b"}
+    alert = Alert.objects.get(rule=rule, subject=group)
+    assert alert.state == "firing" and alert.evidence.startswith("no client online for 0.0 days (threshold 0 days)")
