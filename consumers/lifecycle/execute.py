@@ -48,7 +48,13 @@ def execute_lifecycle(request_id: int) -> ChangeRequest | None:
         result["read_back"] = {b: _check(request, b, back.get(b) or {}) for b in result["done"]}
     except RocketMQError as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
-    return runs.finish(request, token, result, done="done")
+    # the audit's before and after: what each broker held (the delete's snapshot, a restore's plan)
+    before = result["snapshot"] if request.kind == ChangeRequest.Kind.DELETE else {}
+    after = {}
+    if request.kind == ChangeRequest.Kind.RESTORE:
+        after = {r["broker"]: {"config": r["config"], "offsets": r["offsets"]} for r in request.plan["brokers"]
+                 if r["broker"] in result["done"]}  # fmt: skip
+    return runs.finish(request, token, result, done="done", summary={"before": before, "after": after})
 
 
 def _delete(request: ChangeRequest, token: str, result: dict) -> None:
