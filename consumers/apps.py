@@ -26,6 +26,7 @@ class ConsumersConfig(AppConfig):
 
         poll_published.connect(seen.on_poll, dispatch_uid="consumers.lifecycle.seen")
         # the kinds of change register with the workflow
+        from .clients import kind as verify_kind  # noqa: F401
         from .dlq import kind as redrive_kind  # noqa: F401
         from .identity import audit_lockout, reset_own_failures
         from .lifecycle import kind as lifecycle_kind  # noqa: F401

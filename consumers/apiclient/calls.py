@@ -28,6 +28,10 @@ def group(api: Connection, cluster: str, group: str) -> dict:
     return api.get(_group_path(cluster, group))
 
 
+def allocation(api: Connection, cluster: str, group: str, *, hours: int | None = None) -> dict:
+    return api.get(_group_path(cluster, group) + "allocation/", {"hours": hours})
+
+
 def group_clients(api: Connection, cluster: str, group: str) -> dict:
     return api.get(_group_path(cluster, group) + "clients/")
 

@@ -131,6 +131,13 @@ def build(api: Connection) -> MCPServer:
         return _answer(calls.group, api, cluster, group)
 
     @tool(READ)
+    def get_allocation_timeline(
+        cluster: Cluster, group: Group, hours: Annotated[int, Field(ge=1, le=168)] = 24
+    ) -> dict[str, Any]:
+        """Who held each of the group's queues when: every change of hands over the last hours (rebalances)."""
+        return _answer(calls.allocation, api, cluster, group, hours=hours)
+
+    @tool(READ)
     def get_group_clients(cluster: Cluster, group: Group) -> dict[str, Any]:
         """What each online client reports about itself now: version, subscriptions, queues held, rates."""
         return _answer(calls.group_clients, api, cluster, group)

@@ -39,6 +39,7 @@ class ChangeRequest(models.Model):
         DELETE = "delete", _("group deletion")
         RESTORE = "restore", _("group restore")
         MODE = "mode", _("switch between POP and PULL")
+        VERIFY = "verify", _("consumption verification")
 
     cluster = models.ForeignKey("consumers.Cluster", on_delete=models.PROTECT, related_name="change_requests")
     group = models.CharField(max_length=255)

@@ -63,9 +63,15 @@ def finish(request: ChangeRequest, token: str, result: dict, *, done: str, summa
     details = {"brokers": len(planned), done: sorted(result[done]), "verified": verified, "failed": result["failed"],
                "untouched": [u["broker"] for u in result["untouched"]], "error": result.get("error"),
                **(summary or {})}  # fmt: skip
+    return end(request, token, result, state, summary=details)
+
+
+def end(request: ChangeRequest, token: str, result: dict, state: str, *, summary: dict) -> ChangeRequest:
+    """Keep the result and move the run to `state` (audited with `summary`), if the run is still
+    this worker's."""
     with transaction.atomic():
         if ChangeRequest.objects.filter(pk=request.pk, state=State.RUNNING, run_token=token).update(
             result=result, finished_at=timezone.now()
         ):
-            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=details)
+            transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
     return ChangeRequest.objects.get(pk=request.pk)

@@ -1,19 +1,23 @@
 """The clients of a group as they see themselves: the list with each one's running info, one
-client's page, and the stacks of every client captured on demand and clustered."""
+client's page, the stacks of every client captured on demand and clustered; and the request to
+verify a stored message's consumption with one client (verify.py)."""
 
 from __future__ import annotations
 
 import time
 
-from django.shortcuts import render
+from django import forms
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from .. import audit
 from ..changes.guards import Actor, ChangeRefused, require_role
+from ..clusters.connect import run_on_cluster
 from ..identity import REQUEST, cluster_or_404, console_action, console_page, remote_addr, scope_of
 from ..jobs.redis_client import get_redis
 from ..rocketmq import RocketMQError
-from . import services, stacks
+from . import services, stacks, verify
 
 
 def _read(cluster, group: str, **options) -> tuple[services.GroupClients | None, str | None]:
@@ -86,3 +90,54 @@ def capture_stacks(request, cluster: str, group: str):
                      group=group, details={"clients": len(clients.clients),
                                            "answered": sum(1 for c in clients.clients if c.info)})  # fmt: skip
     return render(request, "clients/group.html", context, status=502 if error else 200)
+
+
+class VerifyForm(forms.Form):
+    group = forms.CharField(label=gettext_lazy("Group"), max_length=255)
+    client_id = forms.CharField(label=gettext_lazy("Client"), max_length=255,
+                                help_text=gettext_lazy("an online client of the group (its client id)"))  # fmt: skip
+    reason = forms.CharField(label=gettext_lazy("Reason"), max_length=2000)
+
+
+def _verify_page(request, cluster, position: dict, *, form=None, status=200):
+    """The form, with the chosen group's online clients to pick from (read now)."""
+    group = (form.data.get("group") if form is not None else request.GET.get("group", "")) or ""
+    context = {"cluster": cluster, "position": position, "nav": "messages", "clients": [],
+               "form": form or VerifyForm(initial={"group": group}), "limit": verify.MAX_MESSAGES}  # fmt: skip
+    if group and scope_of(request.user).sees_group(cluster.name, group):
+        try:
+            context["clients"] = run_on_cluster(cluster, lambda c: verify.online_clients(c, group))
+        except RocketMQError as exc:
+            context["clients_error"] = f"{type(exc).__name__}: {exc}"
+    return render(request, "clients/verify.html", context, status=status)
+
+
+@console_page
+def verify_form(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    found = cluster_or_404(request, cluster)
+    return _verify_page(request, found, {"topic": topic, "broker": broker, "queue_id": queue_id, "offset": offset})
+
+
+@console_action
+def verify_create(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    found = cluster_or_404(request, cluster)
+    position = {"topic": topic, "broker": broker, "queue_id": queue_id, "offset": offset}
+    form = VerifyForm(request.POST)
+    if not form.is_valid():
+        return _verify_page(request, found, position, form=form, status=400)
+    data = form.cleaned_data
+    if not scope_of(request.user).sees_group(found.name, data["group"]):  # as a group that is not there
+        absent = _("no group %(group)s in %(cluster)s") % {"group": data["group"], "cluster": found.name}
+        form.add_error("group", absent)
+        return _verify_page(request, found, position, form=form, status=404)
+    try:
+        change = verify.request_verify(actor=Actor(request.user, remote_addr(request)), cluster=found,
+                                       group=data["group"], client_id=data["client_id"], positions=[position],
+                                       reason=data["reason"])  # fmt: skip
+    except ChangeRefused as exc:
+        form.add_error(None, str(exc))
+        return _verify_page(request, found, position, form=form, status=exc.status)
+    except RocketMQError as exc:
+        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
+        return _verify_page(request, found, position, form=form, status=502)
+    return redirect("consumers:change-detail", change.pk)

@@ -9,7 +9,7 @@ from ..identity import api_view, scope_of, visible_clusters
 from ..jobs.redis_client import get_redis
 from ..web.errors import json_error
 from . import selectors
-from .forms import GroupFilterForm
+from .forms import AllocationChartForm, GroupFilterForm
 
 
 @api_view
@@ -73,3 +73,22 @@ def group(request, cluster: str, group: str):
             return response
         return json_error(404, f"no group {group!r} in the last snapshot of {cluster}")
     return JsonResponse({"cluster": found.name, "age_seconds": view.age, **view.doc.to_wire()})
+
+
+@api_view
+def allocation(request, cluster: str, group: str):
+    """GET /api/groups/<cluster>/<group>/allocation/?hours=: who held each queue when, from the
+    history: every change of hands (a queue released has `to` null), the polls judged, the clients."""
+    found = next((c for c in visible_clusters(request) if c.name == cluster), None)
+    if found is None or not scope_of(request.user).sees_group(cluster, group):
+        return json_error(404, f"no group {group!r} in a cluster named {cluster!r}")
+    form = AllocationChartForm(request.GET)
+    if not form.is_valid():
+        return json_error(400, "invalid hours", fields=form.errors.get_json_data())
+    hours = form.cleaned_data["hours"] or 24
+    found_timeline = selectors.allocation_timeline(found, group, hours=hours)
+    changes = [
+        {"at": c.at.isoformat(), "queue": c.queue, "from": c.before, "to": c.after} for c in found_timeline.changes
+    ]
+    return JsonResponse({"cluster": cluster, "group": group, "hours": hours, "polls": found_timeline.polls,
+                         "clients": found_timeline.clients, "changes": changes})  # fmt: skip

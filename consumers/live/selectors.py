@@ -416,7 +416,7 @@ def group_detail(redis, cluster: Cluster, group: str) -> GroupView | None:
     return GroupView(doc, state, fresh.age)
 
 
-def allocation_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
+def allocation_timeline(cluster: Cluster, group: str, *, hours: int) -> rebalance.Timeline:
     """When the group's queues changed hands over the last `hours`, from the history."""
     since = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)
     store = history_store()
@@ -424,7 +424,11 @@ def allocation_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
     polls = store.read("group_stats", cluster.name, group=group, since=since)
     incomplete = {ts for ts, complete in zip(polls.column("ts").to_pylist(), polls.column("complete").to_pylist(),
                                              strict=True) if complete is False}  # fmt: skip
-    return charts.allocation_figure(rebalance.timeline(rows, incomplete=incomplete), group=group, hours=hours)
+    return rebalance.timeline(rows, incomplete=incomplete)
+
+
+def allocation_chart(cluster: Cluster, group: str, *, hours: int) -> dict:
+    return charts.allocation_figure(allocation_timeline(cluster, group, hours=hours), group=group, hours=hours)
 
 
 def lag_chart(cluster: Cluster, group: str, *, hours: int) -> dict:

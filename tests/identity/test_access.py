@@ -54,6 +54,7 @@ POST_DATA = {
     "api-change-action": {},
     "api-reset-preview": {"strategy": "earliest"},
     "group-delete-create": {"reason": "unused"},
+    "message-verify-create": {"group": "orders", "client_id": "10.0.0.9@c1", "reason": "check the fix"},
     "mode-create": {"mode-topic": "orders", "mode-mode": "POP", "mode-share": "8", "mode-reason": "pop"},
     "api-dlq-redrive": {"target": "group", "rate": 10},
     "api-dlq-job-action": {},

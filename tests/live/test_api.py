@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -134,3 +135,30 @@ def test_an_account_without_a_role_gets_a_json_403(client, east, personas):
         "error": "your account has no console role",
         "status": 403,
     }
+
+
+def test_the_allocation_timeline_is_each_hand_over_from_the_history(db, client, personas, monkeypatch):
+    """The same hand-worked polls as tests/live/test_rebalance.py's first test, through the API."""
+    import pyarrow as pa
+
+    from consumers.live import selectors
+    from tests.live.test_rebalance import T0, rows
+
+    Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:9")
+    polls = [(0, {0: "A", 1: "A"}), (1, {0: "A", 1: "B"}), (2, {0: "A", 1: None}), (3, {0: "A", 1: "A"})]
+    stats = pa.table({"ts": [T0 + dt.timedelta(minutes=m) for m, _ in polls], "complete": [True] * len(polls)})
+
+    class History:  # the history store, holding those polls of group g
+        def read(self, table, cluster, *, group, since):
+            assert (cluster, group) == ("east", "g")
+            return rows(*polls) if table == "queue_offsets" else stats
+
+    monkeypatch.setattr(selectors, "history_store", History)
+    client.force_login(personas["viewer"])
+    body = client.get("/api/groups/east/g/allocation/?hours=2").json()
+    assert (body["hours"], body["polls"], body["clients"]) == (2, 4, ["A", "B"])
+    assert [(c["queue"], c["from"], c["to"]) for c in body["changes"]] == [
+        ("T@broker-a#1", "A", "B"), ("T@broker-a#1", "B", None), ("T@broker-a#1", None, "A")]  # fmt: skip
+    assert body["changes"][0]["at"] == (T0 + dt.timedelta(minutes=1)).isoformat()
+    assert client.get("/api/groups/east/g/allocation/?hours=0").status_code == 400
+    assert client.get("/api/groups/west/g/allocation/").status_code == 404

@@ -24,6 +24,8 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *  "stopAfter":40,                       lagging: acknowledge this many, then consume nothing more
  *  "failKeys":[...], "failEvery":3,      failing: these keys (or keys whose number % failEvery == 0,
  *  "failAll":true, "maxReconsumeTimes":2             or all) return RECONSUME_LATER every time
+ *                                        throwing: the same keys make the listener throw
+ *                                        IllegalStateException("inventory down: cannot reserve <key>")
  *  "stallKey":"k7",                      stalled: block on this key (or the first message) until release
  *  "quiet":false,
  *  "pop":false}                          pop: ask the broker for assignments (setClientRebalance(false)),
@@ -135,6 +137,8 @@ final class Scenario implements Worker {
             result = "held";
         } else if ("failing".equals(mode) && shouldFail(key)) {
             result = "later";
+        } else if ("throwing".equals(mode) && shouldFail(key)) {
+            result = "thrown";
         } else if ("stalled".equals(mode) && shouldStall(key)) {
             result = "held";
         } else {
@@ -145,6 +149,9 @@ final class Scenario implements Worker {
             case "later":
                 failed.incrementAndGet();
                 return result;
+            case "thrown":
+                failed.incrementAndGet();
+                throw new IllegalStateException("inventory down: cannot reserve " + key);
             case "held":
                 held.incrementAndGet();
                 // Lagging consumers hold forever; a stalled one until released. Interrupts (from
