@@ -188,7 +188,11 @@ def test_clients_of_the_harness_coming_and_going_are_on_the_timeline_and_a_storm
         holders()
         return False
 
-    wait(each_visitor_took_and_gave_back, 30, f"each of {visitors} on both sides of the timeline")
+    try:
+        wait(each_visitor_took_and_gave_back, 30, f"each of {visitors} on both sides of the timeline")
+    except AssertionError:  # what to read next time: the changes the history gave, and the polls seen
+        changes = [(c["at"], c["queue"], c["from"], c["to"]) for c in timeline()["changes"]]
+        raise AssertionError(f"visitors {visitors}; timeline {changes}; last polls seen {seen[-12:]}") from None
     chart = timeline()
     assert chart["total"] >= 10
     assert {c["queue"].split("@")[0] for c in chart["changes"]} == {topic}
