@@ -175,24 +175,12 @@ def test_clients_of_the_harness_coming_and_going_are_on_the_timeline_and_a_storm
 
     client.force_login(personas["viewer"])
 
-    def timeline() -> dict:
-        return client.get(f"/groups/local/{group}/allocation.json?hours=1").json()
-
-    def each_visitor_took_and_gave_back() -> bool:
-        changes = timeline()["changes"]
-        took, gave = {c["to"] for c in changes}, {c["from"] for c in changes}
-        if set(visitors) <= took and set(visitors) <= gave:
-            return True
-        # under a loaded suite the timeline twice lacked a visitor's hand-back when read at once
-        # (cause not found yet: see the stop note); polls go on while it is waited for, bounded
-        holders()
-        return False
-
-    try:
-        wait(each_visitor_took_and_gave_back, 30, f"each of {visitors} on both sides of the timeline")
-    except AssertionError:  # what to read next time: the changes the history gave, and the polls seen
-        changes = [(c["at"], c["queue"], c["from"], c["to"]) for c in timeline()["changes"]]
-        raise AssertionError(f"visitors {visitors}; timeline {changes}; last polls seen {seen[-12:]}") from None
-    chart = timeline()
-    assert chart["total"] >= 10
+    # every change of the hour from the API; the chart lists only its newest 50, and under a loaded
+    # suite (more polls catching a queue released between two holders) the first visitors' changes
+    # were beyond them: the flake of stops 54 and 55, and no fault of the history
+    changes = client.get(f"/api/groups/local/{group}/allocation/?hours=1").json()["changes"]
+    took, gave = {c["to"] for c in changes}, {c["from"] for c in changes}
+    assert set(visitors) <= took and set(visitors) <= gave, (visitors, changes)
+    chart = client.get(f"/groups/local/{group}/allocation.json?hours=1").json()
+    assert chart["total"] == len(changes) >= 10 and len(chart["changes"]) == min(50, len(changes))
     assert {c["queue"].split("@")[0] for c in chart["changes"]} == {topic}
