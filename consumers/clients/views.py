@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from django import forms
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -16,6 +17,7 @@ from ..changes.guards import Actor, ChangeRefused, require_role
 from ..clusters.connect import run_on_cluster
 from ..identity import REQUEST, cluster_or_404, console_action, console_page, remote_addr, scope_of
 from ..jobs.redis_client import get_redis
+from ..messages import services as messages
 from ..rocketmq import RocketMQError
 from . import services, stacks, verify
 
@@ -112,16 +114,25 @@ def _verify_page(request, cluster, position: dict, *, form=None, status=200):
     return render(request, "clients/verify.html", context, status=status)
 
 
+def _position_or_404(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
+    """The cluster and the message's position; 404 for a topic outside the user's scope, as for
+    one that is not there (the message itself is read when the request is made)."""
+    found = cluster_or_404(request, cluster)
+    try:
+        messages.require_topic(found, topic, scope_of(request.user))
+    except messages.NoSuchTopic as exc:
+        raise Http404(str(exc)) from None
+    return found, {"topic": topic, "broker": broker, "queue_id": queue_id, "offset": offset}
+
+
 @console_page
 def verify_form(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
-    found = cluster_or_404(request, cluster)
-    return _verify_page(request, found, {"topic": topic, "broker": broker, "queue_id": queue_id, "offset": offset})
+    return _verify_page(request, *_position_or_404(request, cluster, topic, broker, queue_id, offset))
 
 
 @console_action
 def verify_create(request, cluster: str, topic: str, broker: str, queue_id: int, offset: int):
-    found = cluster_or_404(request, cluster)
-    position = {"topic": topic, "broker": broker, "queue_id": queue_id, "offset": offset}
+    found, position = _position_or_404(request, cluster, topic, broker, queue_id, offset)
     form = VerifyForm(request.POST)
     if not form.is_valid():
         return _verify_page(request, found, position, form=form, status=400)

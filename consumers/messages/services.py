@@ -45,7 +45,7 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
     RocketMQError (the cluster could not be read). Messages found by id are those of the
     topics `scope` sees."""
     if search.topic:
-        _require_topic(cluster, search.topic, scope)
+        require_topic(cluster, search.topic, scope)
 
     visible = None
     if not scope.everything:
@@ -69,7 +69,8 @@ def find(cluster: Cluster, search: Search, scope: Scope = EVERYTHING) -> Result:
     return result
 
 
-def _require_topic(cluster: Cluster, topic: str, scope: Scope) -> None:
+def require_topic(cluster: Cluster, topic: str, scope: Scope) -> None:
+    """NoSuchTopic for a topic outside `scope`, as for one that is not there."""
     if not scope.everything and not selectors.topic_visible(cluster, topic, scope):
         raise no_such_topic(cluster, topic)
 
@@ -82,7 +83,7 @@ def message(
     cluster: Cluster, topic: str, broker: str, queue_id: int, offset: int, scope: Scope = EVERYTHING
 ) -> Located:
     """Raises MessageNotFound, NoSuchTopic (a topic outside `scope` too), RocketMQError."""
-    _require_topic(cluster, topic, scope)
+    require_topic(cluster, topic, scope)
     found = _on_topic(cluster, topic, lambda c: lookup.find_at(c, topic, broker, queue_id, offset))
     if not found.messages:
         raise MessageNotFound(_("no message at %(where)s: %(why)s") % {"where": found.how, "why": found.note})
