@@ -1,5 +1,5 @@
 """The drain forecast on the real cluster, with the Java harness's clients: production at 50
-msg/s against consumption near 30 is "not at this rate" and growing within 3 polls; with
+msg/s against consumption near 30 is "not at this rate" and growing within 10 polls; with
 consumption raised to near 150, the forecast made then is within 40 % of the time the lag
 really took to reach the floor (both printed). 40 %, not less: the forecast assumes the rate it
 measured goes on, and on two cores shared with the other worker's tests the harness consumer's
@@ -40,9 +40,14 @@ def test_a_group_not_keeping_up_then_catching_up_is_forecast_as_it_happens(
         slow = traffic.consume(group, topic, threads=1, sleepMs=33, quiet=True)
         # from the first poll that sees all 4 queues committed, three polls
         wait(lambda: sum(1 for q in poll().queues if not q.retry and q.consumer) == 4, 90, "4 queues committed")
-        for _ in range(2):
+        # "growing" once the fitted slope is clear of its own spread: the committed offsets move in
+        # steps (the client commits every 5 s), so on loaded cores three polls were once too few
+        # to tell it from "steady" (trend steady at 6-7/s consumed against 12.4/s produced per queue)
+        for _ in range(10):
             time.sleep(POLL_SPACING)
             doc = poll()
+            if doc.drain["trend"] == "growing":
+                break
         print(f"\nconsuming near 30/s against 50/s: {doc.drain}")
         assert (doc.drain["state"], doc.drain["trend"]) == ("NOT_DRAINING", "growing"), doc.drain_queues
 
