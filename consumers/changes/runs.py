@@ -12,12 +12,14 @@ back as planned, FAILED when none was done, PARTIAL otherwise.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from django.db import transaction
 from django.utils import timezone
 
 from .. import audit
 from ..jobs import claims
+from . import notify
 from .models import ChangeRequest, State
 from .workflow import SYSTEM, transition
 
@@ -75,3 +77,19 @@ def end(request: ChangeRequest, token: str, result: dict, state: str, *, summary
         ):
             transition(request, {State.RUNNING}, state, actor=SYSTEM, action="result", details=summary)
     return ChangeRequest.objects.get(pk=request.pk)
+
+
+def runner(execute: Callable[..., ChangeRequest | None]) -> Callable[..., str]:
+    """A kind's `execute` for the workflow from its executor (which returns the ended request,
+    or None when another worker has the run): the people the request names are told how it
+    ended, and the task's result is the end state."""
+
+    def run(request_id: int, **options) -> str:
+        ended = execute(request_id, **options)
+        if ended is None:
+            return "another worker has it"
+        notify.decided(ended)
+        return ended.state
+
+    run.__name__ = f"run_{getattr(execute, '__name__', 'change')}"
+    return run

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from ..changes import kinds, notify
+from ..changes import kinds, runs
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
 from ..jobs import claims
 from . import verify
 from .verify_run import execute_verify
 
-
-def run(request_id: int) -> str:
-    ended = execute_verify(request_id)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
+run = runs.runner(execute_verify)
 
 
 def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:

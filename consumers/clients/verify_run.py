@@ -26,7 +26,10 @@ def execute_verify(request_id: int) -> ChangeRequest | None:
             continue
         result["asked"].append(label)
         runs.save(request, token, result)  # before the client is asked: never twice
-        result["answers"][label] = run_on_cluster(request.cluster, lambda c, r=row: _ask(c, group, client_id, r))
+        try:
+            result["answers"][label] = run_on_cluster(request.cluster, lambda c, r=row: _ask(c, group, client_id, r))
+        except RocketMQError as exc:  # no broker reached at all: this message's answer, not the run's end
+            result["answers"][label] = {"error": f"{type(exc).__name__}: {exc}"}
         runs.save(request, token, result)
     answered = [a for a in result["answers"].values() if "error" not in a]
     state = State.PARTIAL if answered else State.FAILED

@@ -8,12 +8,13 @@ import time
 
 from django import forms
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .. import audit
 from ..changes.guards import Actor, ChangeRefused, require_role
+from ..changes.pages import submit_from
 from ..clusters.connect import run_on_cluster
 from ..identity import REQUEST, cluster_or_404, console_action, console_page, remote_addr, scope_of
 from ..jobs.redis_client import get_redis
@@ -141,14 +142,10 @@ def verify_create(request, cluster: str, topic: str, broker: str, queue_id: int,
         absent = _("no group %(group)s in %(cluster)s") % {"group": data["group"], "cluster": found.name}
         form.add_error("group", absent)
         return _verify_page(request, found, position, form=form, status=404)
-    try:
-        change = verify.request_verify(actor=Actor(request.user, remote_addr(request)), cluster=found,
-                                       group=data["group"], client_id=data["client_id"], positions=[position],
-                                       reason=data["reason"])  # fmt: skip
-    except ChangeRefused as exc:
-        form.add_error(None, str(exc))
-        return _verify_page(request, found, position, form=form, status=exc.status)
-    except RocketMQError as exc:
-        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
-        return _verify_page(request, found, position, form=form, status=502)
-    return redirect("consumers:change-detail", change.pk)
+    return submit_from(
+        form,
+        lambda: verify.request_verify(actor=Actor(request.user, remote_addr(request)), cluster=found,
+                                      group=data["group"], client_id=data["client_id"], positions=[position],
+                                      reason=data["reason"]),
+        lambda status: _verify_page(request, found, position, form=form, status=status),
+    )  # fmt: skip

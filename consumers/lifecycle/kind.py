@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..changes import kinds, notify
+from ..changes import kinds, runs
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
 from ..jobs import claims
@@ -10,13 +10,7 @@ from ..web.apischema import Obj
 from . import deletion
 from .execute import execute_lifecycle
 
-
-def run(request_id: int) -> str:
-    ended = execute_lifecycle(request_id)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
+run = runs.runner(execute_lifecycle)
 
 
 def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:

@@ -8,11 +8,12 @@ import time
 from django import forms
 from django.conf import settings
 from django.http import JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..changes.guards import Actor, ChangeRefused
+from ..changes.pages import submit_from
 from ..identity import (
     REQUEST,
     api_view,
@@ -104,13 +105,9 @@ def delete_create(request, cluster: str, group: str):
     form = DeleteForm(request.POST)
     if not form.is_valid():
         return _delete_page(request, found, group, form=form, status=400, read=False)
-    try:
-        change = deletion.request_delete(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
-                                         reason=form.cleaned_data["reason"])  # fmt: skip
-    except ChangeRefused as exc:
-        form.add_error(None, str(exc))
-        return _delete_page(request, found, group, form=form, status=exc.status, read=False)
-    except RocketMQError as exc:
-        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
-        return _delete_page(request, found, group, form=form, status=502, read=False)
-    return redirect("consumers:change-detail", change.pk)
+    return submit_from(
+        form,
+        lambda: deletion.request_delete(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                        reason=form.cleaned_data["reason"]),
+        lambda status: _delete_page(request, found, group, form=form, status=status, read=False),
+    )  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..changes import kinds, notify
+from ..changes import kinds, runs
 from ..changes.guards import ChangeRefused
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
@@ -27,14 +27,9 @@ API_PARAMS = Obj(
 )
 
 
-def run(request_id: int, *, before=None) -> str:
-    """execute_change's body for a reset, and for kinds that run as one (a message skip, with
-    its own `before` step: resets.execute)."""
-    ended = execute_reset(request_id, before=before)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
+# execute_change's body for a reset, and for kinds that run as one (a message skip, with its own
+# `before` step: resets.execute)
+run = runs.runner(execute_reset)
 
 
 def _refresh(request: ChangeRequest, *, actor, reason: str = "") -> ChangeRequest:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..changes import kinds, notify
+from ..changes import kinds, runs
 from ..changes.models import ChangeRequest, State
 from ..changes.services import requeue
 from ..jobs import claims
@@ -30,12 +30,7 @@ API_PARAMS = Obj(
 )
 
 
-def run(request_id: int) -> str:
-    ended = execute_config(request_id)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
+run = runs.runner(execute_config)
 
 
 def _api_create(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:
@@ -58,12 +53,7 @@ CONFIG = kinds.register(
 )
 
 
-def run_mode(request_id: int) -> str:
-    ended = execute_mode(request_id)
-    if ended is None:
-        return "another worker has it"
-    notify.decided(ended)
-    return ended.state
+run_mode = runs.runner(execute_mode)
 
 
 def _api_mode(*, actor, cluster, group: str, params: dict, reason: str) -> ChangeRequest:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from ..changes.guards import Actor, ChangeRefused
+from ..changes.guards import Actor
+from ..changes.pages import submit_from
 from ..identity import api_view, cluster_or_404, console_action, console_page, remote_addr, scope_of, visible_clusters
 from ..jobs.redis_client import get_redis
 from ..live import snapshots
@@ -62,17 +63,12 @@ def config_create(request, cluster: str, group: str):
         values = services.PAUSE if data["action"] == "pause" else services.RESUME
     else:
         values = form.values()
-    try:
-        change = services.request_change(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
-                                         values=values, reason=data["reason"],
-                                         emergency=bool(data.get("emergency")))  # fmt: skip
-    except ChangeRefused as exc:
-        form.add_error(None, str(exc))
-        return _page(request, found, group, **{keyword: form}, status=exc.status, read=False)
-    except RocketMQError as exc:
-        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
-        return _page(request, found, group, **{keyword: form}, status=502, read=False)
-    return redirect("consumers:change-detail", change.pk)
+    return submit_from(
+        form,
+        lambda: services.request_change(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                        values=values, reason=data["reason"], emergency=bool(data.get("emergency"))),
+        lambda status: _page(request, found, group, **{keyword: form}, status=status, read=False),
+    )  # fmt: skip
 
 
 @console_action
@@ -82,17 +78,12 @@ def mode_create(request, cluster: str, group: str):
     if not form.is_valid():
         return _page(request, found, group, mode=form, status=400, read=False)
     data = form.cleaned_data
-    try:
-        change = modes.request_mode(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
-                                    topic=data["topic"], mode=data["mode"], share=data["share"],
-                                    reason=data["reason"])  # fmt: skip
-    except ChangeRefused as exc:
-        form.add_error(None, str(exc))
-        return _page(request, found, group, mode=form, status=exc.status, read=False)
-    except RocketMQError as exc:
-        form.add_error(None, _("the broker could not be read: %(error)s") % {"error": exc})
-        return _page(request, found, group, mode=form, status=502, read=False)
-    return redirect("consumers:change-detail", change.pk)
+    return submit_from(
+        form,
+        lambda: modes.request_mode(actor=Actor(request.user, remote_addr(request)), cluster=found, group=group,
+                                   topic=data["topic"], mode=data["mode"], share=data["share"], reason=data["reason"]),
+        lambda status: _page(request, found, group, mode=form, status=status, read=False),
+    )  # fmt: skip
 
 
 @api_view
