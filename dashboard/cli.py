@@ -81,8 +81,7 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("-n", "--hostname", help="node name (default celery@HOST)")
     worker.add_argument("-l", "--loglevel", default="info", type=str.lower, choices=LOG_LEVELS)
 
-    beat = commands.add_parser("beat", help="Celery beat: exactly one in the whole site")
-    beat.add_argument("-s", "--schedule", help="its state file (default VAR_DIR/celerybeat-schedule)")
+    beat = commands.add_parser("beat", help="Celery beat: one or more (one sends, the others stand by)")
     beat.add_argument("-l", "--loglevel", default="info", type=str.lower, choices=LOG_LEVELS)
 
     # clients of a console's API, which may run elsewhere: no settings, no database

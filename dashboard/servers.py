@@ -7,7 +7,6 @@ the server's own exit code, so systemd's Restart= sees what the server said.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from gunicorn.app.base import BaseApplication
 
@@ -69,7 +68,8 @@ def worker_argv(args: argparse.Namespace) -> list[str]:
 
 
 def beat_argv(args: argparse.Namespace) -> list[str]:
-    return ["beat", "--loglevel", args.loglevel, *(["--schedule", args.schedule] if args.schedule else [])]
+    # the scheduler is the settings' (dashboard/beat.py): its state is in Redis, no file
+    return ["beat", "--loglevel", args.loglevel]
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -77,11 +77,6 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def beat(args: argparse.Namespace) -> None:
-    from django.conf import settings
-
-    # its state file is in VAR_DIR by default, which nothing else has made on a site whose
-    # database is PostgreSQL: beat would stop at once on the missing folder
-    Path(args.schedule or settings.CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
     _celery(beat_argv(args), args.prog)
 
 

@@ -235,9 +235,7 @@ def test_serve_is_gunicorn_with_gthread_and_the_worker_celery_with_prefork():
     assert servers.worker_argv(parse(["worker", "-c", "4"])) == [
         "worker", "--pool", "prefork", "--loglevel", "info", "--concurrency", "4",
     ]  # fmt: skip
-    assert servers.beat_argv(parse(["beat", "-s", "/tmp/beat"])) == [
-        "beat", "--loglevel", "info", "--schedule", "/tmp/beat",
-    ]  # fmt: skip
+    assert servers.beat_argv(parse(["beat", "-l", "debug"])) == ["beat", "--loglevel", "debug"]
 
 
 def test_the_checkout_runs_the_same_command_as_a_module():

@@ -41,7 +41,15 @@ CELERY_WORKER_CONSUMER = "dashboard.celery:ReconnectingConsumer"
 # again after the outage finds the job done or still beating and runs nothing twice, while
 # cancelling them would cut a redrive or a statistics run off in the middle for nothing.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat may run on several hosts: one sends, the others stand by (dashboard/beat.py). The schedule
+# (each entry's last run) and the lock naming the active beat are in Redis; a standby takes over
+# within BEAT_LOCK_SECONDS + CELERY_BEAT_MAX_LOOP_INTERVAL of the active beat's last tick.
+CELERY_BEAT_SCHEDULER = "dashboard.beat:OneActiveScheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+BEAT_LOCK_SECONDS = env.int("BEAT_LOCK_SECONDS", 20)
+if BEAT_LOCK_SECONDS < 2 * CELERY_BEAT_MAX_LOOP_INTERVAL:
+    raise ImproperlyConfigured(f"BEAT_LOCK_SECONDS={BEAT_LOCK_SECONDS}: at least {2 * CELERY_BEAT_MAX_LOOP_INTERVAL} "
+                               "(the active beat renews the lock at least every 5 s)")  # fmt: skip
 CELERY_BEAT_SCHEDULE = {
     # cheap: finds the clusters whose poll interval has passed and enqueues their polls
     "dispatch-polls": {"task": "consumers.live.tasks.dispatch_polls", "schedule": 0.5},

@@ -59,6 +59,12 @@ def start_workers_and_beat(tmp_path: Path, environment: dict[str, str], name: st
         )
         for n in (1, 2)
     ]
-    beat = ManagedProcess("beat", [*celery, "beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")],
-                          log_path=tmp_path / "beat.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
-    return workers, beat
+    return workers, start_beat(tmp_path, environment)
+
+
+def start_beat(tmp_path: Path, environment: dict[str, str], name: str = "beat"):
+    """`celery beat` with the console's Celery app and scheduler, logging to `tmp_path`/NAME.log."""
+    from devstack.processes import ManagedProcess
+
+    return ManagedProcess(name, [sys.executable, "-m", "celery", "-A", "dashboard", "beat", "-l", "info"],
+                          log_path=tmp_path / f"{name}.log", cwd=settings.BASE_DIR, env=environment)  # fmt: skip
