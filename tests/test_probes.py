@@ -156,3 +156,15 @@ def test_the_probes_say_the_database_is_down(client, redis, db):
     assert health.json()["database"] == "unavailable"
     assert client.get("/readyz").json()["checks"]["database"] == "ok"  # answers again: the outage is over
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_the_probes_answer_an_orchestrator_by_its_address_over_plain_http(client, redis, db, settings):
+    """A kubelet asks by the pod's address, over HTTP: not an allowed host, and the HTTPS
+    redirect's 301 would pass its check whatever the console's state."""
+    settings.ALLOWED_HOSTS, settings.SECURE_SSL_REDIRECT = ["console.example.org"], True
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    assert client.get("/healthz", HTTP_HOST="10.244.1.7:8000").json() == {"status": "ok"}
+    ready = client.get("/readyz", HTTP_HOST="10.244.1.7:8000")
+    assert ready.status_code == 503 and ready.json()["checks"]["redis"] != "ok"  # not a 301
+    assert client.get("/groups/", HTTP_HOST="10.244.1.7:8000").status_code == 400  # every other page checks
+    assert client.get("/healthz/x", HTTP_HOST="console.example.org").status_code == 301

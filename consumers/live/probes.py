@@ -7,6 +7,10 @@
   staleness bound and after Redis last came back (a poll that failed still counts: it shows the
   workers are working). 503 when any is not so. The body says what failed in counts, never a
   cluster's name or address: anyone may call it.
+
+Both are answered by ProbeMiddleware, first of all middleware: an orchestrator asks by the
+pod's address (not in ALLOWED_HOSTS: Django would answer 400) over plain HTTP (the HTTPS redirect
+would answer 301, which Kubernetes counts as success even when the console is not ready).
 """
 
 from __future__ import annotations
@@ -33,6 +37,16 @@ from .config import stale_after
 # leaves no trace in Redis itself. Kept a day: by then every cluster has been polled since.
 RETURNED_KEY = "rmqc:redis:returned-at"
 RETURNED_TTL = 86400
+
+
+class ProbeMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.probes = {"/healthz": healthz, "/readyz": readyz}
+
+    def __call__(self, request):
+        probe = self.probes.get(request.path_info)
+        return probe(request) if probe is not None else self.get_response(request)
 
 
 def _plain(data: dict, status: int = 200) -> JsonResponse:

@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz for orchestrators: by any Host, over plain HTTP (consumers/live/probes.py)
+    "consumers.live.probes.ProbeMiddleware",
     "consumers.web.middleware.ServerTimingMiddleware",
     "consumers.web.middleware.ContentSecurityPolicyMiddleware",
     # no-store on what signed-in users see; outside auth, so it reads the user the view settled on
