@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import secrets
 import signal
@@ -264,3 +265,20 @@ def test_a_stale_egg_info_beside_the_checkout_does_not_lend_it_a_release_version
                             cwd=tmp_path, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"rocketmq-console {_version()}+checkout"
+
+
+def test_the_web_and_the_workers_tasks_import_without_spark():
+    """The `web` image has no pyspark (Containerfile): every URL and task module loads without it."""
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"  # any import of pyspark fails
+        "import django; django.setup()\n"
+        "import dashboard.urls\n"
+        "from dashboard.celery import app; app.loader.import_default_modules()\n"
+        "from dashboard.celery import FEATURE_PACKAGES\n"
+        "import importlib; [importlib.import_module(p + '.tasks') for p in FEATURE_PACKAGES]\n"
+        "print('loaded', len(app.tasks))\n"
+    )
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "DEBUG": "true"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=CHECKOUT, env=environment, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0 and "loaded" in result.stdout, result.stderr[-3000:]

@@ -1,13 +1,19 @@
-"""The one place a SparkSession is made, with the settings the statistics depend on."""
+"""The one place a SparkSession is made, with the settings the statistics depend on.
+
+pyspark is imported only where a session is made: the web process and the worker's other tasks
+import this module (the statistics pages, runs.py) and run where it is not installed (the `web`
+image: Containerfile)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyspark
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Without these the numbers change with the machine: dates and hours are UTC whatever the
 # JVM's zone, a rerun replaces only the partitions it computed, and a cluster named "123"
@@ -32,6 +38,8 @@ DEFAULT_CONF = {
 def spark_session(master: str | None = None, *, app_name: str = "rocketmq-console-stats", conf=None) -> SparkSession:
     """A session for `master` (None: whatever spark-submit was given). `conf` adds or
     overrides settings other than the required ones."""
+    from pyspark.sql import SparkSession
+
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
@@ -46,7 +54,9 @@ def spark_environment(extra_path: str | None = None) -> dict:
     repository on the path, and the driver on the loopback interface unless told otherwise."""
     env = dict(os.environ)
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env.setdefault("SPARK_HOME", str(Path(pyspark.__file__).parent))
+    pyspark = importlib.util.find_spec("pyspark")
+    if pyspark is not None and pyspark.origin:  # not installed: spark-submit is not there either
+        env.setdefault("SPARK_HOME", str(Path(pyspark.origin).parent))
     repository = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [repository, extra_path, env.get("PYTHONPATH")]))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
