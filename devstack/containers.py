@@ -83,7 +83,12 @@ def build_base() -> float:
 
 def source_digest() -> str:
     digest = hashlib.sha256()
-    listed = subprocess.run(["git", "ls-files", "-z", *SOURCES], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", *SOURCES],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     for name in sorted(n for n in listed.decode().split("\0") if n):
         path = ROOT / name
         if path.is_file():

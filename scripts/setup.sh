@@ -21,6 +21,9 @@ if [ "$purpose" = test ]; then
   command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)  # the alert tests deliver to it
   command -v systemd-analyze >/dev/null || missing+=(systemd)  # the deploy/systemd units are verified
   command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+  # the image and chart tests: build with buildah, run with podman (runc; catatonit for pods) on a
+  # Debian base made by debootstrap (devstack/containers.py)
+  for tool in buildah podman runc debootstrap catatonit; do command -v $tool >/dev/null || missing+=($tool); done
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
