@@ -193,7 +193,9 @@ class Played:
         if played.returncode != 0:
             self.down()
             raise RuntimeError(f"podman kube play failed:\n{played.stderr[-4000:]}")
-        self.containers = [c for c in podman("ps", "--format", "{{.Names}}").stdout.split() if not c.endswith("-infra")]
+        # each Deployment's pod is "<name>-pod-<n>", its containers "<pod>-<container>"
+        deployments = tuple(f"{m['metadata']['name']}-pod-" for m in manifests if m["kind"] == "Deployment")
+        self.containers = [c for c in podman("ps", "--format", "{{.Names}}").stdout.split() if c.startswith(deployments)]
 
     def logs(self, container: str) -> str:
         found = podman("logs", container, check=False)
