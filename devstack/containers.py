@@ -195,7 +195,8 @@ class Played:
             raise RuntimeError(f"podman kube play failed:\n{played.stderr[-4000:]}")
         # each Deployment's pod is "<name>-pod-<n>", its containers "<pod>-<container>"
         deployments = tuple(f"{m['metadata']['name']}-pod-" for m in manifests if m["kind"] == "Deployment")
-        self.containers = [c for c in podman("ps", "--format", "{{.Names}}").stdout.split() if c.startswith(deployments)]
+        names = podman("ps", "--format", "{{.Names}}").stdout.split()
+        self.containers = [c for c in names if c.startswith(deployments)]
 
     def logs(self, container: str) -> str:
         found = podman("logs", container, check=False)
