@@ -78,7 +78,7 @@ def test_every_setting_is_reachable_secrets_by_reference_and_the_options_render(
     assert {"name": "var", "persistentVolumeClaim": {"claimName": "history"}} in volumes
     assert found["Ingress", ""]["spec"]["rules"][0]["host"] == "console.example.com"
     assert found["ServiceMonitor", ""]["spec"]["endpoints"][0]["path"] == "/metrics"
-    # the rules shipped for Prometheus, as they are (their {{ $labels }} untouched by helm)
+    # the rules shipped for Prometheus, as they are (the chart's copy equal, {{ $labels }} untouched by helm)
     assert found["PrometheusRule", ""]["spec"] == yaml.safe_load(RULES.read_text())
 
 
