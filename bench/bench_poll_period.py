@@ -41,7 +41,7 @@ def main() -> None:
         cwd=settings.BASE_DIR, env=environment,
     )  # fmt: skip
     beat = ManagedProcess(
-        "beat", [*celery, "beat", "-l", "warning", "-s", str(base / "beat-schedule")], log_path=base / "beat.log",
+        "beat", [*celery, "beat", "-l", "warning"], log_path=base / "beat.log",
         cwd=settings.BASE_DIR, env=environment,
     )  # fmt: skip
     polls: list[float] = []

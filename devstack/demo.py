@@ -127,8 +127,7 @@ class Demo:
         # time limits (CELERY_TASK_*TIME_LIMIT) apply (not in the threads pool)
         console = [sys.executable, "-m", "dashboard.cli"]
         self._spawn("celery-worker", [*console, "worker", "--concurrency", "2"], environment)
-        schedule = str(self.base / "celerybeat-schedule")
-        self._spawn("celery-beat", [*console, "beat", "--schedule", schedule], environment)
+        self._spawn("celery-beat", [*console, "beat"], environment)  # its schedule is in Redis
         # the static files with hashed names, compressed: here, before the server, because
         # compressing plotly.js takes tens of seconds on a loaded machine (unchanged files are skipped)
         call_command("collectstatic", interactive=False, verbosity=0)
