@@ -75,7 +75,7 @@ class AlertRuleForm(forms.ModelForm):
     class Meta:
         model = AlertRule
         fields = ["name", "enabled", "condition", "states", "threshold", "for_seconds", "keep_firing_seconds",
-                  "clusters", "group_pattern", "severity", "channels"]  # fmt: skip
+                  "clusters", "group_pattern", "severity", "channels", "capture_stacks"]  # fmt: skip
 
 
 @admin.register(AlertRule)

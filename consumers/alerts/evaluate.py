@@ -40,6 +40,7 @@ class Outcome:
     fired: int = 0
     ended: int = 0
     notifications: list[int] = field(default_factory=list)  # deliveries created
+    captures: list[int] = field(default_factory=list)  # alerts fired whose rule captures the group's stacks
     seconds: float = 0.0
 
 
@@ -161,6 +162,8 @@ def _fire(alert: Alert, seen, now, outcome: Outcome) -> None:
             return  # someone else fired it
         alert.state, alert.fired_at = State.FIRING, now
         outcome.fired += 1
+        if alert.rule.capture_stacks and alert.scope == "group":  # evidence, silenced or not
+            outcome.captures.append(alert.pk)
         silence = silences.matching(alert, now)
         if silence is not None:
             Alert.objects.filter(pk=alert.pk).update(silenced_by=silence)

@@ -11,6 +11,9 @@ from django.utils.translation import gettext_lazy as _
 
 from ..live.health import SEVERITY
 
+# the states whose alert may capture the group's thread stacks as it fires (capture_stacks)
+STUCK = {"STALLED", "FALLING_BEHIND"}
+
 
 class Channel(models.Model):
     class Kind(models.TextChoices):
@@ -86,6 +89,11 @@ class AlertRule(models.Model):
     group_pattern = models.CharField(max_length=200, default="*", help_text=_("group names, shell-style (orders-*)"))
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
     channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
+    capture_stacks = models.BooleanField(
+        default=False,
+        help_text=_("state rules on STALLED or FALLING_BEHIND: also capture the group's clients' thread stacks "
+                    "when the alert fires (at most one capture per group every 10 s)"),
+    )  # fmt: skip
 
     class Meta:
         app_label = "consumers"
@@ -108,6 +116,10 @@ class AlertRule(models.Model):
         )
         if self.condition in needs and (self.threshold is None or self.threshold < 0):
             raise ValidationError({"threshold": _("This condition needs a threshold of 0 or more.")})
+        if self.capture_stacks and not (self.condition == self.Condition.STATE and set(self.states or []) & STUCK):
+            raise ValidationError(
+                {"capture_stacks": _("Only a state rule on STALLED or FALLING_BEHIND captures stacks.")}
+            )
 
 
 class Silence(models.Model):

@@ -1,4 +1,5 @@
-"""Acting on an alert from the console: acknowledging it (audited). Silences: silences.py."""
+"""Acting on an alert from the console: acknowledging it (audited); capturing its group's thread
+stacks when its rule asks for them. Silences: silences.py."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import audit
+from ..clients import services as clients
+from ..jobs.redis_client import get_redis
+from ..rocketmq import RocketMQError
 from .models import Alert
 
 
@@ -22,3 +26,20 @@ def acknowledge(pk: int, *, user, remote_addr: str) -> Alert | None:
                      cluster=alert.cluster.name, group=alert.subject,
                      details={"alert": alert.pk, "rule": alert.rule.name, "evidence": alert.evidence})  # fmt: skip
     return alert
+
+
+def capture_on_alert(alert_id: int) -> str:
+    """Capture the group's stacks as its alert fires (the rule's capture_stacks), within the
+    group's capture rate limit; kept and audited as any capture, by "alert <rule>"."""
+    alert = Alert.objects.select_related("rule", "cluster").filter(pk=alert_id).first()
+    if alert is None or not alert.rule.capture_stacks or alert.scope != "group":
+        return "not asked"
+    redis = get_redis()
+    if not clients.capture_allowed(redis, alert.cluster, alert.subject):
+        return "rate-limited"  # another capture of the group is less than 10 s old: it serves
+    try:
+        clients.capture_now(redis, alert.cluster, alert.subject, by=f"alert {alert.rule.name}",
+                            details={"alert": alert.pk, "rule": alert.rule.name})  # fmt: skip
+    except RocketMQError as exc:
+        return f"the cluster could not be read: {exc}"
+    return "captured"

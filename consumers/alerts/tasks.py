@@ -7,7 +7,7 @@ from celery import shared_task
 from django.db import transaction
 
 from ..jobs import claims
-from . import channels, delivery, evaluate
+from . import channels, delivery, evaluate, services
 from .models import Delivery
 
 
@@ -17,10 +17,18 @@ def on_poll(sender, **published) -> evaluate.Outcome:
 
 
 def _queue(outcome: evaluate.Outcome) -> evaluate.Outcome:
-    pks = list(outcome.notifications)
+    pks, captures = list(outcome.notifications), list(outcome.captures)
     if pks:
         transaction.on_commit(lambda: [deliver.delay(pk) for pk in pks])
+    if captures:
+        transaction.on_commit(lambda: [capture_stacks.delay(pk) for pk in captures])
     return outcome
+
+
+@shared_task(ignore_result=True, soft_time_limit=60, time_limit=90)
+def capture_stacks(alert_id: int) -> str:
+    """The thread stacks of a fired alert's group (its rule asks for them)."""
+    return services.capture_on_alert(alert_id)
 
 
 @shared_task(ignore_result=True, acks_late=True, soft_time_limit=60, time_limit=90)

@@ -1,21 +1,32 @@
 """Ask the online clients of a group about themselves: each through a broker it is connected to
 (the broker relays GET_CONSUMER_RUNNING_INFO over the client's own connection), all at once,
-within the call timeout. A client that does not answer is named with why, never left out."""
+within the call timeout. A client that does not answer is named with why, never left out.
+
+A client only a proxy knows (a RocketMQ 5 gRPC client, or a remoting client of the proxy) cannot
+be asked, and is listed with why. Read in RocketMQ 5.3's proxy: in cluster mode it registers its
+clients with no broker, so no broker can relay to them, and its relay service answers neither
+running info nor consume-directly (ClusterProxyRelayService returns nothing for both). In local
+mode (the proxy inside the broker) it relays a running-info request to a gRPC client only with
+jstackEnable, as the SDK's PrintThreadStackTraceCommand, and the answer holds the stacks alone
+(GrpcClientChannel, ClientActivity.reportThreadStackTrace)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
+from .. import audit
 from ..clusters.connect import run_on_cluster
 from ..languages.evidence import register_formats
 from ..models import Cluster
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError
 from ..rocketmq.models import ClientConnection, ConsumerRunningInfo, SubscriptionData
+from . import stacks
 
 # a client answers from its own threads; a stack dump of a busy JVM takes a while
 CALL_TIMEOUT = 12.0
@@ -23,7 +34,11 @@ CALL_TIMEOUT = 12.0
 # kept in English (the API), shown translated
 NOT_CONNECTED = gettext_noop("no broker knows this client as connected to the group now")
 NO_ANSWER = gettext_noop("the client did not answer through %(broker)s: %(error)s")
-register_formats(NOT_CONNECTED, NO_ANSWER)
+VIA_PROXY = gettext_noop(
+    "known only to the proxy %(proxy)s, which in cluster mode registers its clients with no broker and relays no "
+    "request to them: neither its running info, nor its thread stacks, nor a message to verify can reach it"
+)
+register_formats(NOT_CONNECTED, NO_ANSWER, VIA_PROXY)
 
 
 @dataclass
@@ -52,11 +67,31 @@ class GroupClients:
 
 def read_clients(cluster: Cluster, group: str, *, client_id: str | None = None, jstack: bool = False) -> GroupClients:
     """The group's online clients (or the one named) and what each reports about itself."""
-    return run_on_cluster(cluster, lambda client: ask(client, group, client_id=client_id, jstack=jstack),
-                          seconds=CALL_TIMEOUT + 8)  # fmt: skip
+    proxies = cluster.proxy_list
+    return run_on_cluster(cluster, lambda client: ask(client, group, client_id=client_id, jstack=jstack,
+                                                      proxies=proxies), seconds=CALL_TIMEOUT + 8)  # fmt: skip
 
 
-async def ask(client: AdminClient, group: str, *, client_id: str | None = None, jstack: bool = False) -> GroupClients:
+async def proxy_only(client: AdminClient, group: str, proxies: list[str], known) -> tuple[dict, dict]:
+    """The group's clients the proxies know and the brokers do not ({client id: (proxy, connection)}),
+    and the proxies that could not say ({"proxy ADDRESS": why})."""
+    found: dict[str, tuple[str, ClientConnection]] = {}
+    unread: dict[str, str] = {}
+    answers = await client.progress.consumer_connections_many([(group, p) for p in proxies])
+    for address, answer in zip(proxies, answers, strict=True):
+        if isinstance(answer, ConsumerNotOnline):
+            continue
+        if isinstance(answer, RocketMQError):
+            unread[f"proxy {address}"] = str(answer)
+            continue
+        for connection in answer.connections:
+            if connection.client_id not in known:
+                found.setdefault(connection.client_id, (address, connection))
+    return found, unread
+
+
+async def ask(client: AdminClient, group: str, *, client_id: str | None = None, jstack: bool = False,
+              proxies: list[str] = ()) -> GroupClients:  # fmt: skip
     found = GroupClients(group)
     masters = (await client.topology.cluster_info()).masters()
     names = sorted(masters)
@@ -72,13 +107,18 @@ async def ask(client: AdminClient, group: str, *, client_id: str | None = None, 
         subscriptions[name] = answer.subscriptions
         for connection in answer.connections:
             relays.setdefault(connection.client_id, (name, masters[name], connection))
-    wanted = sorted(relays) if client_id is None else [client_id]
+    proxied, unread = await proxy_only(client, group, list(proxies), relays) if proxies else ({}, {})
+    found.unread.update(unread)
+    wanted = sorted({*relays, *proxied}) if client_id is None else [client_id]
     targets = [(group, c, relays[c][1]) for c in wanted if c in relays]
     infos = await client.progress.running_info_many(targets, timeout=CALL_TIMEOUT, jstack=jstack)
     answered = {c: info for (_, c, _), info in zip(targets, infos, strict=True)}
     for c in wanted:
         reading = ClientReading(c)
-        if c not in relays:
+        if c in proxied:
+            proxy, reading.connection = proxied[c]
+            reading.error = VIA_PROXY % {"proxy": proxy}
+        elif c not in relays:
             reading.error = NOT_CONNECTED
         else:
             reading.relay, _, reading.connection = relays[c]
@@ -90,6 +130,33 @@ async def ask(client: AdminClient, group: str, *, client_id: str | None = None, 
                 reading.info = info
         found.clients.append(reading)
     return found
+
+
+@dataclass
+class Capture:
+    clients: GroupClients
+    reading: stacks.Reading  # the busy consume threads, clustered
+    cut: list[str]  # clients whose stack text was cut at stacks.MAX_STACK_CHARS
+
+
+def capture_now(redis, cluster: Cluster, group: str, *, by: str, remote_addr: str | None = None,
+                details: dict | None = None) -> Capture:  # fmt: skip
+    """Every client's thread stacks now, clustered, kept and audited. The caller holds the
+    group's capture slot (capture_allowed); a cluster that cannot be read gives it back and
+    raises RocketMQError."""
+    try:
+        clients = read_clients(cluster, group, jstack=True)
+    except RocketMQError:
+        capture_failed(redis, cluster, group)  # it stopped nobody's threads
+        raise
+    parsed = {c.client_id: stacks.parse(c.info.jstack if c.info else None) for c in clients.clients}
+    reading = stacks.cluster({client: threads for client, (threads, _cut) in parsed.items()}, group)
+    keep_capture(redis, cluster, group, at=time.time(), by=by, reading=reading, threads=reading.threads)
+    audit.record("capture_stacks", username=by if remote_addr else "system", remote_addr=remote_addr,
+                 cluster=cluster.name, group=group,
+                 details={"clients": len(clients.clients), "answered": sum(1 for c in clients.clients if c.info),
+                          **(details or {})})  # fmt: skip
+    return Capture(clients, reading, sorted(client for client, (_threads, cut) in parsed.items() if cut))
 
 
 CAPTURE_EVERY = 10  # seconds: one capture of a group's stacks at a time (each stops every client's threads briefly)

@@ -8,8 +8,9 @@ a change: requested, approved by someone else, audited, and each message deliver
 (a run taken over does not ask again for a message it was asking when its worker stopped: the
 client may have run it, and it says so). Nothing on the broker changes.
 
-The client must be online in the group as a broker knows it: remoting clients, and RocketMQ 5
-clients registered through a proxy, which the broker asks through that proxy.
+The client must be online in the group as a broker knows it: a client only a proxy knows (a
+RocketMQ 5 gRPC client) cannot be reached by this request in cluster mode, and is refused with
+why before anyone asks (services.VIA_PROXY).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..messages import services as messages
 from ..models import Cluster
 from ..rocketmq import AdminClient, ConsumerNotOnline, RocketMQError
 from ..web.apischema import JAVA_LONG_MAX, Int, List, Obj, Str
+from . import services
 
 MAX_MESSAGES = 10
 POSITION = Obj({"topic": Str(max_length=255, required=True), "broker": Str(max_length=255, required=True),
@@ -48,9 +50,20 @@ async def online_clients(client: AdminClient, group: str) -> list:
     return []
 
 
+async def clients_and_proxied(client: AdminClient, group: str, proxies: list[str]) -> tuple[list, dict]:
+    """The clients a broker lists, and those only a proxy knows ({client id: (proxy, connection)})."""
+    listed = await online_clients(client, group)
+    if not proxies:
+        return listed, {}
+    proxied, _unread = await services.proxy_only(client, group, proxies, {c.client_id for c in listed})
+    return listed, proxied
+
+
 def _client(cluster: Cluster, group: str, client_id: str) -> dict:
-    found = next((c for c in run_on_cluster(cluster, lambda c: online_clients(c, group)) if c.client_id == client_id),
-                 None)  # fmt: skip
+    listed, proxied = run_on_cluster(cluster, lambda c: clients_and_proxied(c, group, cluster.proxy_list))
+    found = next((c for c in listed if c.client_id == client_id), None)
+    if found is None and client_id in proxied:
+        raise ChangeRefused(_(services.VIA_PROXY) % {"proxy": proxied[client_id][0]}, 409)
     if found is None:
         raise ChangeRefused(
             _("%(client)s is not an online client of %(group)s: only a client online now can be asked")

@@ -12,7 +12,6 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import audit
 from ..changes.guards import Actor, ChangeRefused, require_role
 from ..changes.pages import submit_from
 from ..clusters.connect import run_on_cluster
@@ -20,7 +19,7 @@ from ..identity import REQUEST, cluster_or_404, console_action, console_page, re
 from ..jobs.redis_client import get_redis
 from ..messages import services as messages
 from ..rocketmq import RocketMQError
-from . import services, stacks, verify
+from . import services, verify
 
 
 def _read(cluster, group: str, **options) -> tuple[services.GroupClients | None, str | None]:
@@ -76,23 +75,14 @@ def capture_stacks(request, cluster: str, group: str):
             "seconds": services.CAPTURE_EVERY
         }
         return render(request, "clients/group.html", context, status=429)
-    clients, error = _read(found, group, jstack=True)
-    context.update(clients=clients, error=error)
-    if clients is None:
-        services.capture_failed(get_redis(), found, group)
-    if clients is not None:
-        parsed = {c.client_id: stacks.parse(c.info.jstack if c.info else None) for c in clients.clients}
-        reading = stacks.cluster({client: threads for client, (threads, _cut) in parsed.items()}, group)
-        context["reading"] = reading
-        context["cut"] = sorted(client for client, (_threads, cut) in parsed.items() if cut)
-        context["captured"] = True
-        services.keep_capture(get_redis(), found, group, at=time.time(), by=actor.username, reading=reading,
-                              threads=reading.threads)  # fmt: skip
-        _kept(context, found, group)
-        audit.record("capture_stacks", username=actor.username, remote_addr=actor.remote_addr, cluster=found.name,
-                     group=group, details={"clients": len(clients.clients),
-                                           "answered": sum(1 for c in clients.clients if c.info)})  # fmt: skip
-    return render(request, "clients/group.html", context, status=502 if error else 200)
+    try:
+        taken = services.capture_now(get_redis(), found, group, by=actor.username, remote_addr=actor.remote_addr)
+    except RocketMQError as exc:
+        context["error"] = _("the cluster could not be read: %(error)s") % {"error": f"{type(exc).__name__}: {exc}"}
+        return render(request, "clients/group.html", context, status=502)
+    context.update(clients=taken.clients, reading=taken.reading, cut=taken.cut, captured=True)
+    _kept(context, found, group)
+    return render(request, "clients/group.html", context)
 
 
 class VerifyForm(forms.Form):
@@ -109,7 +99,12 @@ def _verify_page(request, cluster, position: dict, *, form=None, status=200):
                "form": form or VerifyForm(initial={"group": group}), "limit": verify.MAX_MESSAGES}  # fmt: skip
     if group and scope_of(request.user).sees_group(cluster.name, group):
         try:
-            context["clients"] = run_on_cluster(cluster, lambda c: verify.online_clients(c, group))
+            listed, proxied = run_on_cluster(
+                cluster, lambda c: verify.clients_and_proxied(c, group, cluster.proxy_list)
+            )
+            context["clients"] = listed
+            # named with why they cannot be asked, before anyone tries
+            context["proxied"] = [(conn, services.VIA_PROXY % {"proxy": proxy}) for proxy, conn in proxied.values()]
         except RocketMQError as exc:
             context["clients_error"] = f"{type(exc).__name__}: {exc}"
     return render(request, "clients/verify.html", context, status=status)

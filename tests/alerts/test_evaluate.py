@@ -248,3 +248,36 @@ def test_a_group_abandoned_for_the_days_fires_naming_its_teams_and_resolves_when
     publish(east, redis, [healthy(), stopped("fresh"), healthy("billing")])
     alert.refresh_from_db()
     assert alert.state == "resolved" and alert.end_evidence == "a client of the group is online again"
+
+
+def test_a_rule_that_captures_stacks_queues_a_capture_as_its_alert_fires(east, redis, queued, monkeypatch):
+    captures: list[int] = []
+    monkeypatch.setattr("consumers.alerts.tasks.capture_stacks.delay", captures.append)
+    make_rule(make_channel(), states=("STOPPED", "STALLED"), capture_stacks=True)
+    make_rule(make_channel("other"), name="plain")  # the same state, no capture
+    publish(east, redis, [stopped(), healthy("billing")])
+    assert captures == [Alert.objects.get(rule__name="stopped").pk]
+    publish(east, redis, [stopped(), healthy("billing")])  # still firing: no second capture
+    assert len(captures) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "allowed"),
+    [
+        ({"condition": "state", "states": ["STALLED"]}, True),
+        ({"condition": "state", "states": ["OK", "FALLING_BEHIND"]}, True),
+        ({"condition": "state", "states": ["STOPPED"]}, False),  # no client to ask
+        ({"condition": "lag_seconds", "threshold": 60}, False),
+    ],
+)
+def test_only_a_rule_on_stalled_or_falling_behind_may_capture_stacks(fields, allowed):
+    from django.core.exceptions import ValidationError
+
+    from consumers.alerts.models import AlertRule
+
+    rule = AlertRule(name="r", capture_stacks=True, **fields)
+    if allowed:
+        rule.full_clean()
+    else:
+        with pytest.raises(ValidationError, match="captures stacks"):
+            rule.full_clean()

@@ -5,9 +5,14 @@ three blocked consume threads in the same method on 3 of 3 clients."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from consumers.alerts import services as alert_services
+from consumers.alerts.models import Alert, AlertRule
 from consumers.audit.models import AuditEvent
+from consumers.clients import services
 from consumers.live import snapshots
 from consumers.live.poll import poll_cluster
 from consumers.models import Cluster
@@ -69,8 +74,20 @@ def test_three_blocked_clients_are_read_and_their_stacks_clustered(
     stuck = html[html.index('id="stuck-threads"') :].split("</ul>")[0]
     assert stuck.count("<li data-thread=") == held and BLOCKED_IN in stuck, stuck
 
+    # an alert rule on STALLED that captures stacks as it fires
+    rule = AlertRule.objects.create(name="stalled", condition="state", states=["STALLED"], for_seconds=0,
+                                    group_pattern=group, capture_stacks=True)  # fmt: skip
     # the group STALLED: its health shows where the latest capture found the threads, to operators
     wait(lambda: _polled_state(redis, cluster, group) == "STALLED", 30, "the group STALLED")
+    fired = Alert.objects.get(rule=rule, subject=group, state="firing")
+    # what the alert's task does (queued as it fired): once the group's capture slot is free
+    wait(lambda: alert_services.capture_on_alert(fired.pk) == "captured", 30, "the alert's capture")
+    newest = services.captures(redis, cluster, group, now=time.time())[0]
+    assert newest["by"] == "alert stalled" and newest["busy"] == held, newest
+    assert BLOCKED_IN in newest["clusters"][0]["frame"], newest["clusters"][0]
+    event = AuditEvent.objects.filter(action="capture_stacks").latest("pk")
+    assert event.username == "system" and event.details == {"clients": 3, "answered": 3, "alert": fired.pk,
+                                                            "rule": "stalled"}  # fmt: skip
     page = client.get(f"/groups/local/{group}/").content.decode()
     assert 'id="stack-evidence"' in page, page[page.index('class="card health"') :][:1500]
     evidence = page[page.index('id="stack-evidence"') :].split("</p>")[0]
