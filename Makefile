@@ -38,3 +38,4 @@ bench:
 	.venv/bin/python -m bench.bench_metrics
 	.venv/bin/python -m bench.bench_alerts
 	.venv/bin/python -m bench.bench_worker_limits
+	.venv/bin/python -m bench.bench_capture
