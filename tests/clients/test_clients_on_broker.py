@@ -21,6 +21,7 @@ from tests.support.scenarios import wait
 pytestmark = [pytest.mark.broker]
 
 BLOCKED_IN = "rmqconsole.harness.Scenario.awaitUninterruptibly"
+LOCKED_IN = "rmqconsole.harness.Scenario.reserveUnderLock"  # the "locked" mode: one holds it, the others wait
 
 
 def test_three_blocked_clients_are_read_and_their_stacks_clustered(
@@ -99,3 +100,23 @@ def test_three_blocked_clients_are_read_and_their_stacks_clustered(
 def _polled_state(redis, cluster, group) -> str | None:
     poll_cluster(cluster)
     return (snapshots.read_details(redis, cluster.pk).get(group).health or {}).get("state")
+
+
+def test_consume_threads_waiting_for_one_lock_are_shown_blocked_behind_its_holder(
+    db, client, personas, namesrv, names, create_topic, traffic, redis, history_dir
+):
+    topic, group = create_topic(names.topic("locked"), queues=4), names.group("locked")
+    Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    run = traffic.consume(group, topic, mode="locked", threads=4)
+    traffic.produce(topic, 40)
+    # the oracle: the harness's own record of its four consume threads entering the lock
+    wait(lambda: sum(d["result"] == "locked" for d in run.deliveries) >= 4, 60, "four listeners at the lock")
+    client.force_login(personas["operator"])
+    html = client.post(f"/groups/local/{group}/clients/stacks/").content.decode()
+    found = html[html.index('id="stack-clusters"') :].split("</ul>")[0].split("<li")[1:]
+    blocked = next(li for li in found if "BLOCKED" in li)
+    holder = next(li for li in found if "WAITING" in li)
+    assert "3 consume threads on 1 of 1 client(s), BLOCKED, in" in blocked and f"{LOCKED_IN}(" in blocked, found
+    assert "1 consume thread on 1 of 1 client(s), WAITING, in" in holder, found
+    assert f"{BLOCKED_IN}(" in holder and f'← <span class="mono">{LOCKED_IN}(' in holder, holder
+    run.release()

@@ -27,6 +27,8 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  *                                        throwing: the same keys make the listener throw
  *                                        IllegalStateException("inventory down: cannot reserve <key>")
  *  "stallKey":"k7",                      stalled: block on this key (or the first message) until release
+ *                                        locked: every delivery takes one lock of the consumer's: the
+ *                                        first keeps it until release, the others wait for it (BLOCKED)
  *  "quiet":false,
  *  "pop":false}                          pop: ask the broker for assignments (setClientRebalance(false)),
  *                                        so a group switched to POP (mqadmin setConsumeMode) pops
@@ -48,6 +50,7 @@ final class Scenario implements Worker {
     private final long sleepMs;
     private final boolean quiet;
     private final CountDownLatch released = new CountDownLatch(1);
+    private final Object inventoryLock = new Object();
     private final CountDownLatch never = new CountDownLatch(1);
     private final AtomicBoolean stalledOnce = new AtomicBoolean();
     private final AtomicBoolean stopped = new AtomicBoolean();
@@ -141,6 +144,8 @@ final class Scenario implements Worker {
             result = "thrown";
         } else if ("stalled".equals(mode) && shouldStall(key)) {
             result = "held";
+        } else if ("locked".equals(mode)) {
+            result = "locked";
         } else {
             result = "ok";
         }
@@ -152,6 +157,10 @@ final class Scenario implements Worker {
             case "thrown":
                 failed.incrementAndGet();
                 throw new IllegalStateException("inventory down: cannot reserve " + key);
+            case "locked":
+                held.incrementAndGet();
+                reserveUnderLock();
+                break;
             case "held":
                 held.incrementAndGet();
                 // Lagging consumers hold forever; a stalled one until released. Interrupts (from
@@ -236,6 +245,13 @@ final class Scenario implements Worker {
         event.put("failedDeliveries", failed.get());
         event.put("held", held.get());
         return event;
+    }
+
+    // the lock's holder waits for release inside it; every other consume thread is BLOCKED here
+    private void reserveUnderLock() {
+        synchronized (inventoryLock) {
+            awaitUninterruptibly(released);
+        }
     }
 
     private static void awaitUninterruptibly(CountDownLatch latch) {
