@@ -50,6 +50,11 @@ urlpatterns = [
     path("groups/<slug:cluster>/<str:group>/clients/", clients.group_clients, name="group-clients"),
     path("groups/<slug:cluster>/<str:group>/clients/stacks/", clients.capture_stacks, name="capture-stacks"),
     path("groups/<slug:cluster>/<str:group>/clients/<str:client_id>/", clients.client_detail, name="client-detail"),
+    path(
+        "groups/<slug:cluster>/<str:group>/clients/<str:client_id>/stacks/",
+        clients.capture_client_stacks,
+        name="capture-client-stacks",
+    ),  # fmt: skip
     path("groups/<slug:cluster>/<str:group>/config/request/", subscriptions.config_create, name="config-create"),
     path("changes/", changes.change_list, name="change-list"),
     path("changes/<int:pk>/", changes.change_detail, name="change-detail"),

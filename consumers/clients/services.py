@@ -140,12 +140,14 @@ class Capture:
 
 
 def capture_now(redis, cluster: Cluster, group: str, *, by: str, remote_addr: str | None = None,
-                details: dict | None = None) -> Capture:  # fmt: skip
-    """Every client's thread stacks now, clustered, kept and audited. The caller holds the
-    group's capture slot (capture_allowed); a cluster that cannot be read gives it back and
-    raises RocketMQError."""
+                client_id: str | None = None, details: dict | None = None) -> Capture:  # fmt: skip
+    """Every client's thread stacks now (or the one named), clustered, kept and audited. The
+    caller holds the group's capture slot (capture_allowed); a cluster that cannot be read gives
+    it back and raises RocketMQError."""
+    if client_id is not None:
+        details = {**(details or {}), "client": client_id}
     try:
-        clients = read_clients(cluster, group, jstack=True)
+        clients = read_clients(cluster, group, client_id=client_id, jstack=True)
     except RocketMQError:
         capture_failed(redis, cluster, group)  # it stopped nobody's threads
         raise

@@ -63,26 +63,46 @@ def client_detail(request, cluster: str, group: str, client_id: str):
 def capture_stacks(request, cluster: str, group: str):
     """Every client's threads, now: the busy consume threads clustered by where they are."""
     found = cluster_or_404(request, cluster, group)
-    actor = Actor(request.user, remote_addr(request))
     context = {"cluster": found, "group": group, "nav": "groups"}
+    taken, status = _capture(request, found, group, context)
+    if taken is not None:
+        context.update(clients=taken.clients, reading=taken.reading, cut=taken.cut, captured=True)
+        _kept(context, found, group)
+    return render(request, "clients/group.html", context, status=status)
+
+
+@console_action
+def capture_client_stacks(request, cluster: str, group: str, client_id: str):
+    """One client's threads, now (kept with the group's captures)."""
+    found = cluster_or_404(request, cluster, group)
+    context = {"cluster": found, "group": group, "nav": "groups", "client_id": client_id}
+    taken, status = _capture(request, found, group, context, client_id=client_id)
+    if taken is not None:
+        context.update(reading=taken.clients.clients[0], stacks=taken.reading, cut=taken.cut, captured=True)
+    return render(request, "clients/client.html", context, status=status)
+
+
+def _capture(request, cluster, group: str, context: dict, **options) -> tuple[services.Capture | None, int]:
+    """The capture and the page's status; None with the error in `context` when refused (403 for a
+    role without it, 429 within the group's rate limit) or when the cluster could not be read (502)."""
+    actor = Actor(request.user, remote_addr(request))
     try:
-        require_role(actor, REQUEST, _("capturing stacks"), _("operator"), cluster=found, group=group)
+        require_role(actor, REQUEST, _("capturing stacks"), _("operator"), cluster=cluster, group=group)
     except ChangeRefused as exc:
         context["error"] = str(exc)
-        return render(request, "clients/group.html", context, status=exc.status)
-    if not services.capture_allowed(get_redis(), found, group):
+        return None, exc.status
+    if not services.capture_allowed(get_redis(), cluster, group):
         context["error"] = _("the group's stacks were captured less than %(seconds)s s ago: try again shortly") % {
             "seconds": services.CAPTURE_EVERY
         }
-        return render(request, "clients/group.html", context, status=429)
+        return None, 429
     try:
-        taken = services.capture_now(get_redis(), found, group, by=actor.username, remote_addr=actor.remote_addr)
+        taken = services.capture_now(get_redis(), cluster, group, by=actor.username, remote_addr=actor.remote_addr,
+                                     **options)  # fmt: skip
     except RocketMQError as exc:
         context["error"] = _("the cluster could not be read: %(error)s") % {"error": f"{type(exc).__name__}: {exc}"}
-        return render(request, "clients/group.html", context, status=502)
-    context.update(clients=taken.clients, reading=taken.reading, cut=taken.cut, captured=True)
-    _kept(context, found, group)
-    return render(request, "clients/group.html", context)
+        return None, 502
+    return taken, 200
 
 
 class VerifyForm(forms.Form):

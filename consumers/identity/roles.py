@@ -121,6 +121,7 @@ ACCESS: dict[str, Rule] = {
     "group-clients": Rule(sees="capture stacks: operator and admin"),
     "client-detail": Rule(),
     "capture-stacks": Rule(get=None, post=REQUEST, sees="thread stacks (code paths, never message bodies)"),
+    "capture-client-stacks": Rule(get=None, post=REQUEST, sees="one client's thread stacks, as capture-stacks"),
     "change-list": Rule(),
     "change-detail": Rule(sees="approve/reject: approvers other than the author; cancel: the author"),
     "change-action": Rule(

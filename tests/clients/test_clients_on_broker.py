@@ -112,11 +112,17 @@ def test_consume_threads_waiting_for_one_lock_are_shown_blocked_behind_its_holde
     # the oracle: the harness's own record of its four consume threads entering the lock
     wait(lambda: sum(d["result"] == "locked" for d in run.deliveries) >= 4, 60, "four listeners at the lock")
     client.force_login(personas["operator"])
-    html = client.post(f"/groups/local/{group}/clients/stacks/").content.decode()
+    # one client's capture, from its own page
+    captured = client.post(f"/groups/local/{group}/clients/{run.client_id}/stacks/")
+    html = captured.content.decode()
+    assert captured.status_code == 200 and 'id="process-queues"' in html, html[:3000]
     found = html[html.index('id="stack-clusters"') :].split("</ul>")[0].split("<li")[1:]
     blocked = next(li for li in found if "BLOCKED" in li)
     holder = next(li for li in found if "WAITING" in li)
     assert "3 consume threads on 1 of 1 client(s), BLOCKED, in" in blocked and f"{LOCKED_IN}(" in blocked, found
     assert "1 consume thread on 1 of 1 client(s), WAITING, in" in holder, found
     assert f"{BLOCKED_IN}(" in holder and f'← <span class="mono">{LOCKED_IN}(' in holder, holder
+    event = AuditEvent.objects.get(action="capture_stacks", group=group)
+    assert event.details == {"clients": 1, "answered": 1, "client": run.client_id}
+    assert client.post(f"/groups/local/{group}/clients/stacks/").status_code == 429  # the group's one slot
     run.release()

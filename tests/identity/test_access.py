@@ -33,6 +33,7 @@ POST_DATA = {
     "skip-create": {"count": "1", "copy_to_dlq": "on", "reason": "poison"},
     "config-create": {"retryMaxTimes": "3", "reason": "fewer retries"},
     "capture-stacks": {},
+    "capture-client-stacks": {},
     "change-action": {"action": "approve"},
     "dlq-redrive": {"target": "group", "rate": "10"},
     "dlq-make-readable": {},
