@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
+from bench.common import start_cluster_with_clients
 from bench.django_env import setup_django
-from devstack.mqadmin import MQAdmin
-from devstack.rocketmq import LocalRocketMQ
-from devstack.runtime import ensure_runtime
-from devstack.traffic import Harness
 
 GROUP, TOPIC = "G-capture", "T-capture"
 
@@ -29,10 +24,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     base, redis = setup_django()
-    runtime = ensure_runtime()
-    local = LocalRocketMQ(runtime, broker_names=("broker-a", "broker-b"), base_dir=Path(tempfile.mkdtemp())).start()
-    mqadmin = MQAdmin(runtime, local.namesrv_addr, base / "mqadmin")
-    harness = Harness(runtime, local.namesrv_addr, base / "harness")
+    local, mqadmin, harness = start_cluster_with_clients(base)
     from django.test import Client
 
     from consumers.clients import services

@@ -7,16 +7,10 @@ brokers), online (a Java consumer holds the queues) and offline, over a few repe
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from pathlib import Path
 
-from bench.common import describe
+from bench.common import describe, start_cluster_with_clients
 from bench.django_env import setup_django
-from devstack.mqadmin import MQAdmin
-from devstack.rocketmq import LocalRocketMQ
-from devstack.runtime import ensure_runtime
-from devstack.traffic import Harness
 
 
 def main() -> None:
@@ -24,10 +18,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     base, redis = setup_django()
-    runtime = ensure_runtime()
-    local = LocalRocketMQ(runtime, broker_names=("broker-a", "broker-b"), base_dir=Path(tempfile.mkdtemp())).start()
-    mqadmin = MQAdmin(runtime, local.namesrv_addr, base / "mqadmin")
-    harness = Harness(runtime, local.namesrv_addr, base / "harness")
+    local, mqadmin, harness = start_cluster_with_clients(base)
     from consumers.changes.workflow import Actor, approve
     from consumers.identity import create_or_update_user
     from consumers.models import Cluster

@@ -16,8 +16,10 @@ from pathlib import Path
 from consumers.rocketmq import AdminClient
 from consumers.rocketmq.codes import retry_topic
 from consumers.rocketmq.models import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from devstack.mqadmin import MQAdmin
 from devstack.rocketmq import LocalRocketMQ
 from devstack.runtime import ensure_runtime
+from devstack.traffic import Harness
 
 TOPIC = "T-bench"
 QUEUES = 8
@@ -30,6 +32,14 @@ def group_names(count: int) -> list[str]:
 
 def start_cluster(base: Path | None = None) -> LocalRocketMQ:
     return LocalRocketMQ(ensure_runtime(), base_dir=base or Path(tempfile.mkdtemp(prefix="bench-"))).start()
+
+
+def start_cluster_with_clients(base: Path) -> tuple[LocalRocketMQ, MQAdmin, Harness]:
+    """Two brokers, mqadmin's long-lived JVM and the Java harness (the official clients)."""
+    runtime = ensure_runtime()
+    local = LocalRocketMQ(runtime, broker_names=("broker-a", "broker-b"), base_dir=Path(tempfile.mkdtemp())).start()
+    return local, MQAdmin(runtime, local.namesrv_addr, base / "mqadmin"), Harness(runtime, local.namesrv_addr,
+                                                                                   base / "harness")  # fmt: skip
 
 
 async def _prepare(namesrv: str, groups: list[str], messages_per_queue: int, start: int) -> None:
