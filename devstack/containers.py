@@ -12,8 +12,10 @@ one at a time under a file lock) builds each source once.
 from __future__ import annotations
 
 import argparse
+import base64
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "localhost/rocketmq-console-base:bookworm"
@@ -173,11 +177,6 @@ class Played:
     the Secrets are made that way first."""
 
     def __init__(self, manifests: list[dict], folder: Path):
-        import base64
-        import json
-
-        import yaml
-
         self.file = folder / "play.yaml"
         self.secrets = []
         for secret in (m for m in manifests if m["kind"] == "Secret"):
