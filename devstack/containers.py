@@ -27,6 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from devstack.processes import low_priority
+
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "localhost/rocketmq-console-base:bookworm"
 # one storage for buildah and podman (vfs: overlay mounts fail in this sandbox); the runtime,
@@ -74,12 +76,12 @@ def build_base() -> float:
     with tempfile.TemporaryDirectory(prefix="console-base-") as folder:
         rootfs = Path(folder) / "rootfs"
         packages = "python3.11,python3.11-venv,python3-distutils,python3-lib2to3,ca-certificates"
-        subprocess.run(["debootstrap", "--variant=minbase", f"--include={packages}", "bookworm", str(rootfs),
-                        _mirror()], capture_output=True, text=True, timeout=900, check=True)  # fmt: skip
+        bootstrap = ["debootstrap", "--variant=minbase", f"--include={packages}", "bookworm", str(rootfs), _mirror()]
+        subprocess.run(low_priority(bootstrap), capture_output=True, text=True, timeout=900, check=True)
         for leftover in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
             shutil.rmtree(rootfs / leftover, ignore_errors=True)
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        subprocess.run(["podman", *STORAGE, "import", "-", BASE], stdin=tar.stdout, capture_output=True,
+        tar = subprocess.Popen(low_priority(["tar", "-C", str(rootfs), "-c", "."]), stdout=subprocess.PIPE)
+        subprocess.run(low_priority(["podman", *STORAGE, "import", "-", BASE]), stdin=tar.stdout, capture_output=True,
                        timeout=600, check=True)  # fmt: skip
         tar.wait(60)
     return time.monotonic() - started
@@ -121,8 +123,8 @@ def build(target: str = "web") -> Image:
         if not exists(tag):
             mounts = ["-v", f"{HOST_CAS}:{HOST_CAS}:ro"] if HOST_CAS.is_file() else []
             built = subprocess.run(
-                ["buildah", *STORAGE, "bud", "--isolation", "chroot", "--target", target, "--build-arg",
-                 f"BASE={BASE}", *mounts, "-t", tag, "-f", "Containerfile", "."],
+                low_priority(["buildah", *STORAGE, "bud", "--isolation", "chroot", "--target", target,
+                              "--build-arg", f"BASE={BASE}", *mounts, "-t", tag, "-f", "Containerfile", "."]),
                 cwd=ROOT, capture_output=True, text=True, timeout=1800, env=ENVIRONMENT,
             )  # fmt: skip
             if built.returncode != 0:
@@ -163,9 +165,12 @@ class Container:
         return int(code.stdout.strip()) if code.returncode == 0 else None
 
 
-def run_once(image: str, args: list[str], *, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """A one-off container (migrate, create-user), removed when it ends."""
+def run_once(image: str, args: list[str], *, env: dict[str, str], timeout: float = 300,
+             entrypoint: str | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+    """A one-off container (migrate, create-user), removed when it ends. With vfs each container
+    starts from a whole copy of the image (about 10 s here): steps that can share one should."""
     options = [f"--env={k}={v}" for k, v in env.items()]
+    options += [f"--entrypoint={entrypoint}"] if entrypoint else []
     command = ["run", "--rm", "--network", "host", "--read-only", *options, image, *args]
     return podman(*command, timeout=timeout, check=False)
 

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from devstack.processes import low_priority
+
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "deploy" / "helm" / "rocketmq-console"
 MODULE = "helm.sh/helm/v4/cmd/helm@v4.3.2"  # the Go proxy's helm v4 (v3.22.0 there is not approved)
@@ -26,8 +28,8 @@ def ensure_helm() -> Path:
             if not Path(go).is_file():
                 raise RuntimeError("helm is built with Go, which is not installed")
             environment = {**os.environ, "GOBIN": str(BIN), "GOFLAGS": "-mod=mod"}
-            built = subprocess.run([go, "install", MODULE], env=environment, capture_output=True, text=True,
-                                   timeout=1200)  # fmt: skip
+            command = low_priority([go, "install", MODULE])
+            built = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=1200)
             if built.returncode != 0:
                 raise RuntimeError(f"go install {MODULE} failed:\n{built.stderr[-4000:]}")
     return helm

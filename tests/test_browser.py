@@ -36,6 +36,14 @@ def log_in(page, base: str, user: str = "viewer", landing: str = "/groups/") -> 
     page.wait_for_url(base + landing)
 
 
+def submit(page, selector: str) -> None:
+    """Click a button that submits a whole-page form, and return once the page it leads to has
+    loaded: the elements of the page before the click would satisfy the next wait at once, and
+    the server may not have handled the form yet (a race CI's load showed)."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 def test_log_in_filter_open_a_group_and_see_a_refresh_without_reload(page, live_server, polled, settled, mqadmin):
     base = live_server.url
     group = settled.stalled.group

@@ -13,7 +13,7 @@ import pytest
 from consumers.live.poll import poll_cluster
 from devstack.mqadmin import parse_consumer_progress
 from tests.conftest import in_thread
-from tests.test_browser import log_in, still_the_page, watch_errors
+from tests.test_browser import log_in, still_the_page, submit, watch_errors
 
 # transactional: the live server runs in another thread; serialized rollback keeps the role
 # groups the migration created across tests
@@ -54,8 +54,7 @@ def test_an_operator_requests_a_reset_and_an_approver_approves_it(
     log_in(approver, live_server.url, "approver", "/changes/")
     assert approver.locator("#pending-badge").inner_text() == "1"
     approver.click(f"tr[data-change='{pk}'] a")
-    approver.click("#approve")
-    approver.wait_for_selector("#change-state")
+    submit(approver, "#approve")
     assert approver.locator("#change-state").inner_text() in ("approved", "running", "done")
     assert queued == [pk]
     in_thread(tasks.execute_change.run, pk)  # what the Celery worker does with the queued task
@@ -89,8 +88,7 @@ def test_an_operator_browses_a_dlq_and_watches_a_redrive(
     log_in(page, live_server.url, "operator", f"/dlq/local/{group}/")
     assert page.locator("#dlq-total").inner_text() == "40" and page.locator("tr.dead").count() == 40
     page.fill("#dlq-filters input[name=key]", "k-7")
-    page.click("#dlq-filters button[type=submit]")
-    page.wait_for_selector("tr.dead")
+    submit(page, "#dlq-filters button[type=submit]")
     assert page.locator("tr.dead").count() == 1
     page.goto(f"{live_server.url}/dlq/local/{group}/")
     page.select_option("#id_target", "topic")
@@ -226,8 +224,7 @@ def test_an_operator_skips_a_message_then_pauses_the_group_and_an_approver_appro
     def approve_and_run(kind: str) -> None:
         pk = ChangeRequest.objects.get(group=group, kind=kind).pk
         approver.goto(f"{live_server.url}/changes/{pk}/")
-        approver.click("#approve")
-        approver.wait_for_selector("#change-state")
+        submit(approver, "#approve")
         in_thread(tasks.execute_change.run, queued.pop())  # what the Celery worker does with the task
         for _ in range(100):  # the status refreshes itself (htmx) until it is final
             if approver.locator("#change-state").inner_text() == "done":

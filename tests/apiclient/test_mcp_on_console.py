@@ -26,7 +26,7 @@ from devstack.mqadmin import parse_consumer_progress
 from devstack.processes import free_port
 from tests.conftest import in_thread
 from tests.support.scenarios import offline_group
-from tests.test_browser import log_in
+from tests.test_browser import log_in, submit
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -149,8 +149,7 @@ def test_an_agent_sees_its_scope_proposes_a_reset_and_an_approver_lets_it_run(
 
     # a person approves it in the browser, and it runs
     log_in(page, live_server.url, "approver", f"/changes/{change['id']}/")
-    page.click("#approve")
-    page.wait_for_selector("#change-state")
+    submit(page, "#approve")
     assert queued == [change["id"]]
     in_thread(tasks.execute_change.run, change["id"])
     assert ChangeRequest.objects.get(pk=change["id"]).state == State.DONE

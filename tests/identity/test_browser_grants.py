@@ -15,7 +15,7 @@ from consumers.identity import Grant
 from consumers.models import Cluster
 from tests.conftest import PASSWORD
 from tests.support.published import group, publish
-from tests.test_browser import log_in
+from tests.test_browser import log_in, submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -42,8 +42,7 @@ def test_a_team_approver_sees_only_its_groups_and_approves_its_part(page, live_s
     assert page.goto(live_server.url + "/groups/east/orders/").status == 404
 
     page.goto(live_server.url + f"/changes/{copy.pk}/")
-    page.click("#approve")
-    page.wait_for_selector("#approvals")
+    submit(page, "#approve")
     assert "Waiting for an approver of orders" in page.locator("#approvals").inner_text()
     copy.refresh_from_db()
     assert copy.state == "pending" and copy.approvals[0]["groups"] == ["payments-web"]

@@ -52,17 +52,17 @@ def site(image: containers.Image, tmp_path: Path, namesrv: str):
         }
         environment.update(SECRET_KEY="image-test-" + "s" * 50, DATABASE_URL=postgres.url, REDIS_URL=redis.url,
                            CONSOLE_PASSWORD=PASSWORD)  # fmt: skip
-        ready = run(image, ["migrate", "--no-input"], environment)
-        assert ready.returncode == 0, ready.stdout + ready.stderr
-        made = run(image, ["create-user", "ops-admin", "--role", "admin", "--password-env", "CONSOLE_PASSWORD"],
-                   environment)  # fmt: skip
-        assert "ops-admin: admin" in made.stdout, made.stdout + made.stderr
         create = (
             "from consumers.models import Cluster as C;"
             f" C.objects.create(name='image', namesrv_addrs='{namesrv}', poll_interval={POLL_INTERVAL})"
         )
-        added = run(image, ["manage", "shell", "-c", create], environment)
-        assert added.returncode == 0, added.stderr
+        steps = [
+            "rocketmq-console migrate --no-input",
+            "rocketmq-console create-user ops-admin --role admin --password-env CONSOLE_PASSWORD",
+            f'rocketmq-console manage shell -c "{create}"',
+        ]  # in one container: each costs a copy of the image
+        ready = containers.run_once(image.tag, ["-c", " && ".join(steps)], env=environment, entrypoint="/bin/sh")
+        assert ready.returncode == 0 and "ops-admin: admin" in ready.stdout, ready.stdout + ready.stderr
         yield Site(environment, volume)
     finally:
         redis.stop()
