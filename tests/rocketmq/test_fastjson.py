@@ -133,3 +133,28 @@ def test_an_offset_table_dump_with_int_keyed_maps_and_whitespace():
     assert data["dataVersion"] == {"counter": 3}
     with pytest.raises(ProtocolError):
         loads(b'{"offsetTable":{"T@g1":{0:5,1:}}}')
+
+
+def test_numeric_keys_are_quoted_at_once_where_the_body_allows_and_walked_where_not():
+    from consumers.rocketmq.fastjson import _REFUSED, _with_quoted_numeric_keys
+
+    dump = '{"offsetTable":{"T@g1":{0:5,1:6},"%RETRY%g1@g1":{0:0},"T@g2":{}},"dataVersion":{"counter":3}}'
+    expected = {"T@g1": {0: 5, 1: 6}, "%RETRY%g1@g1": {0: 0}, "T@g2": {}}
+    assert _with_quoted_numeric_keys(dump, True)["offsetTable"] == expected  # the quick way took it
+    assert _with_quoted_numeric_keys(dump, False)["offsetTable"]["T@g1"] == {"0": 5, "1": 6}
+    assert loads(dump, numeric_keys=False) == json.loads(dump.replace("{0:", '{"0":').replace(",1:", ',"1":'))
+    # what the quick way refuses, the walk reads: escapes, a string key starting with a space
+    # (the quick way's mark), numbers in arrays beside numeric keys, a mixed map, whitespace
+    for body, value in [
+        ('{"a\\"b":{0:1}}', {'a"b': {0: 1}}),
+        ('{" x":{0:1}}', {" x": {0: 1}}),
+        ("{0:[1,2],3:[4]}", {0: [1, 2], 3: [4]}),
+        ('{"a":1,5:2}', {"a": 1, 5: 2}),
+        ('{5:2,"a":1}', {5: 2, "a": 1}),
+        ("{ 0 : 1 }", {0: 1}),
+        ("{1.5:1,-2:2,3e2:3}", {1.5: 1, -2: 2, 300.0: 3}),
+    ]:
+        assert loads(body) == value, body
+    assert _with_quoted_numeric_keys("{0:[1,2],3:[4]}", True) == {0: [1, 2], 3: [4]}
+    assert _with_quoted_numeric_keys('{"a":1,5:2}', True) is _REFUSED
+    assert _with_quoted_numeric_keys("{ 0 : 1 }", True) is _REFUSED

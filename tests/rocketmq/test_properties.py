@@ -150,6 +150,56 @@ def test_bare_numeric_keys_parse_as_ints(mapping):
     assert loads(body) == mapping
 
 
+def fastjson_text(value) -> str:
+    """`value` as fastjson writes it: no whitespace, numeric map keys bare."""
+    if isinstance(value, dict):
+        entries = ((json.dumps(k) if isinstance(k, str) else str(k)) + ":" + fastjson_text(v) for k, v in value.items())
+        return "{" + ",".join(entries) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(fastjson_text(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _keys(value) -> list:
+    if isinstance(value, dict):
+        return [k for key, v in value.items() for k in (key, *_keys(v))]
+    if isinstance(value, list):
+        return [k for v in value for k in _keys(v)]
+    return []
+
+
+def _unambiguous(value) -> bool:
+    """No map with both 5 and "5" as keys: written out, they are one key twice."""
+    if isinstance(value, dict):
+        return len({str(k) for k in value}) == len(value) and all(_unambiguous(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_unambiguous(v) for v in value)
+    return True
+
+
+keyed_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.integers(-(2**40), 2**40), children, max_size=4)
+        | st.dictionaries(st.text(max_size=6) | st.integers(-9, 99), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(keyed_values)
+def test_bodies_with_numeric_keys_anywhere_parse_to_their_value(value):
+    # quoted at once where the body allows it (no backslash, no string starting with a space),
+    # else walked: the same value either way, and with numeric_keys off what json.loads reads
+    # from the same data written as standard JSON
+    assume(_unambiguous(value))
+    text = fastjson_text(value)
+    parsed = loads(text.encode())
+    assert parsed == value and [type(k) for k in _keys(parsed)] == [type(k) for k in _keys(value)]
+    assert loads(text, numeric_keys=False) == json.loads(json.dumps(value))
+
+
 @given(st.binary(max_size=2048))
 @hsettings(suppress_health_check=[HealthCheck.too_slow])
 def test_random_bodies_give_a_value_or_a_protocol_error(data):

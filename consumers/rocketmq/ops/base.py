@@ -22,9 +22,17 @@ class Operations:
         self.remoting = remoting
 
 
-def parse_body(response: RemotingCommand, build: Callable[[dict], T], *, what: str, address: str | None = None) -> T:
-    """Parse a fastjson body and build a typed result; anything malformed is a ProtocolError."""
-    data = loads(response.body) if response.body else {}
+def parse_body(
+    response: RemotingCommand,
+    build: Callable[[dict], T],
+    *,
+    what: str,
+    address: str | None = None,
+    numeric_keys: bool = True,
+) -> T:
+    """Parse a fastjson body and build a typed result; anything malformed is a ProtocolError.
+    `numeric_keys=False`: bare numeric keys stay the strings written (fastjson.loads)."""
+    data = loads(response.body, numeric_keys=numeric_keys) if response.body else {}
     if not isinstance(data, dict):
         raise ProtocolError(f"{what} body is not an object", address=address)
     try:
@@ -51,6 +59,7 @@ def typed_answer(
     what: str,
     code: int,
     accept=(ResponseCode.SUCCESS,),
+    numeric_keys: bool = True,
 ) -> T | RocketMQError:
     """One answer of a batch as a typed result, or the typed error it amounts to."""
     if isinstance(answer, RocketMQError):
@@ -58,6 +67,6 @@ def typed_answer(
     if answer.code not in accept:
         return broker_error(answer.code, answer.remark, address=address, request=RequestCode(code).name)
     try:
-        return parse_body(answer, build, what=what, address=address)
+        return parse_body(answer, build, what=what, address=address, numeric_keys=numeric_keys)
     except ProtocolError as exc:
         return exc
