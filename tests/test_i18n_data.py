@@ -400,12 +400,12 @@ def test_in_flight_unknown_for_want_of_a_brokers_metrics_is_said_in_chinese(sett
     import asyncio
     from types import SimpleNamespace
 
-    from consumers.live import notes, poll
+    from consumers.live import notes, reading
     from consumers.rocketmq.snapshot import BrokerStatus
 
     settings.ROCKETMQ_BROKER_DEADLINE = 1.0
     snapshot = SimpleNamespace(brokers={"broker-a": BrokerStatus("broker-a", "127.0.0.1:10911")})
-    found, why = asyncio.run(poll._in_flight(SimpleNamespace(broker_metrics="other=http://127.0.0.1:9/"), snapshot))
+    found, why = asyncio.run(reading.in_flight(SimpleNamespace(broker_metrics="other=http://127.0.0.1:9/"), snapshot))
     note = notes.IN_FLIGHT_UNKNOWN % {"why": why}  # as building.py stores it
     assert found is None
     assert note == "unknown: broker metrics not read: broker-a: no metrics URL, or the broker itself unreadable"

@@ -11,26 +11,28 @@ age says it is stale.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 
 from ..clusters.connect import run_on_cluster
 from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from ..rocketmq import AdminClient, RocketMQError, cluster_snapshot
-from ..rocketmq.dlq import dlq_sizes
-from ..rocketmq.proxies import ProxyAsk
-from . import brokers, inflight, lagtime, proxy_grace, retention, snapshots, taglag
+from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq.snapshot import Listing, list_cluster, read_listing
+from . import brokers, parts, reading, snapshots
 from .config import default_thresholds, history_store, poll_deadline
-from .documents import proxy_states
 from .history import HistoryStore
-from .notes import METRICS_NOT_READ
+from .notes import METRICS_NOT_ENABLED
 from .polllock import PollLock
 from .publish import PollReading, PollResult, publish_failure, publish_poll
 from .stages import Stages
 
 
-def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None) -> PollResult:
+def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None = None, send=None) -> PollResult:
+    """`send(cluster_id, poll_id, part, deadline_at)`: how a poll of more than
+    ROCKETMQ_POLL_PART_GROUPS groups reaches other workers (parts.py); without it (or with fewer
+    groups) this process reads the whole cluster."""
     redis = redis or get_redis()
     lock = PollLock(redis, snapshots.key(cluster.pk, "lock"))
     if not lock.acquire(wait_for_silent_holder=True):
@@ -38,29 +40,68 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
     try:
         started, polled_at = time.monotonic(), time.time()
         last = snapshots.read_meta(redis, cluster.pk)
+        seconds = poll_deadline(last.groups if last else None)
         try:
-            reading = run_on_cluster(
+            found = run_on_cluster(
                 cluster,
-                lambda client: read_cluster(client, cluster, redis, polled_at),
-                seconds=poll_deadline(last.groups if last else None),
+                lambda client: read_cluster(client, cluster, redis, polled_at, split=send is not None),
+                seconds=seconds,
             )
         except RocketMQError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return publish_failure(cluster, error=error, polled_at=polled_at, started=started, redis=redis)
-        with reading.stages.timing("known brokers"):
-            known = brokers.reconcile(cluster, reading.snapshot, now=polled_at)
+        if isinstance(found, Listed):
+            found, built, known = _read_in_parts(cluster, found, redis, polled_at, started + seconds, send)
+        else:
+            with found.stages.timing("known brokers"):
+                built, known = None, brokers.reconcile(cluster, found.snapshot, now=polled_at)
         return publish_poll(
             cluster,
-            reading,
+            found,
             brokers=known,
             redis=redis,
             history=history or history_store(),
             thresholds=default_thresholds(),
             overrides={o.group: o.as_overrides() for o in cluster.health_overrides.all()},
             started=started,
+            built=built,
         )
     finally:
         lock.release()
+
+
+@dataclass
+class Listed:
+    """A cluster with too many groups for one process: listed, its parts still to be read."""
+
+    listing: Listing
+    stages: Stages
+    in_flight: tuple[dict[str, int] | None, str | None] = (None, METRICS_NOT_ENABLED)
+
+
+def _read_in_parts(cluster: Cluster, listed: Listed, redis, polled_at: float, deadline: float, send):
+    """The split poll's reading (its snapshot lists no group: the parts built their documents),
+    the documents, and the brokers' report."""
+    stages, snapshot = listed.stages, listed.listing.snapshot({}, {})
+    with stages.timing("known brokers"):
+        known = brokers.reconcile(cluster, snapshot, now=polled_at)
+    with stages.timing("parts read"):
+        built, merged = parts.read_in_parts(
+            cluster,
+            listed.listing,
+            redis=redis,
+            polled_at=polled_at,
+            deadline_at=time.time() + (deadline - time.monotonic()),
+            unreachable=known.unreachable(),
+            in_flight=listed.in_flight,
+            send=send,
+        )
+    if cluster.proxy_list:
+        reading.remember_proxy_groups(redis, cluster, sorted(set(merged.proxy_groups)))
+    found = PollReading(snapshot=listed.listing.snapshot({}, merged.proxies), polled_at=polled_at, stages=stages,
+                        retention=parts.retention_of(merged), in_flight=listed.in_flight[0],
+                        in_flight_note=listed.in_flight[1])  # fmt: skip
+    return found, built, known
 
 
 def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
@@ -77,90 +118,28 @@ def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
     return PollResult(cluster.pk, "skipped", error=why)
 
 
-async def read_cluster(client: AdminClient, cluster: Cluster, redis, polled_at: float) -> PollReading:
-    """Everything a poll reads: each group's progress, DLQ sizes and exact lag seconds."""
+async def read_cluster(
+    client: AdminClient, cluster: Cluster, redis, polled_at: float, *, split: bool = False
+) -> PollReading | Listed:
+    """Everything a poll reads in one process: each group's progress, DLQ sizes, exact lag
+    seconds. With `split`, a cluster of more than ROCKETMQ_POLL_PART_GROUPS groups is only
+    listed here (its parts are read by parts.py)."""
     stages = Stages()
-    ask, proxies = _proxy_ask(cluster, redis), None
+    ask = reading.proxy_ask(cluster, redis)
     with stages.timing("brokers read"):
-        snapshot = await cluster_snapshot(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE, proxies=ask)
+        listing = await list_cluster(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
+        if split and len(listing.names) > settings.ROCKETMQ_POLL_PART_GROUPS:
+            listed = Listed(listing, stages)
+            if cluster.broker_metrics:
+                with stages.timing("in flight"):
+                    listed.in_flight = await reading.in_flight(cluster, listing.snapshot({}, {}))
+            return listed
+        snapshot = await read_listing(client, listing, ask)
+    found, asked = await reading.read_rest(client, cluster, snapshot, redis, polled_at, stages=stages, ask=ask)
     if ask.addresses:
-        old_meta = snapshots.read_meta(redis, cluster.pk)
-        proxies = proxy_states(snapshot.proxies, old_meta.proxies if old_meta else [], polled_at)
-        proxy_grace.hold(snapshot, ask.known, proxy_grace.restarting(proxies, polled_at))
-        # groups with proxy clients now, and those that had some and are unknown now (a proxy
-        # failing or restarting): remembered, so the grace applies when the proxy is back
-        known = [g for g, p in snapshot.groups.items() if p.via_proxy or p.proxy_clients]
-        known += [g for g in ask.known if g in snapshot.groups and snapshot.groups[g].online is None]
-        _remember_proxy_groups(redis, cluster, sorted(set(known)), ask.next_cursor)
-    unreadable = {p.target for p in snapshot.problems if p.scope == "broker"}
-    with stages.timing("DLQ sizes"):
-        dlq_counts = await dlq_sizes(client, list(snapshot.groups), skip_brokers=unreadable)
-    with stages.timing("lag seconds"):
-        lag_times = await lagtime.measure(
-            client,
-            list(snapshot.groups.values()),
-            now_ms=int(polled_at * 1000),
-            redis=redis,
-            cache_key=snapshots.key(cluster.pk, "lagtime"),
-            budget=settings.ROCKETMQ_LAGTIME_BUDGET,
-        )
-    with stages.timing("tag lag"):
-        tag_lags = await _tag_lags(client, cluster, snapshot, redis)
-    with stages.timing("retention"):
-        kept = await retention.read(client, snapshot, lag_times, now=polled_at, redis=redis,
-                                    cache_key=snapshots.key(cluster.pk, "retention"),
-                                    horizon=settings.RETENTION_HORIZON_SECONDS)  # fmt: skip
-    reading = PollReading(snapshot=snapshot, polled_at=polled_at, lag_times=lag_times, dlq_counts=dlq_counts,
-                          stages=stages, proxies=proxies, tag_lags=tag_lags, retention=kept)  # fmt: skip
+        reading.remember_proxy_groups(redis, cluster, asked)
+        reading.remember_cursor(redis, cluster, ask.next_cursor)
     if cluster.broker_metrics:
         with stages.timing("in flight"):
-            reading.in_flight, reading.in_flight_note = await _in_flight(cluster, snapshot)
-    return reading
-
-
-async def _tag_lags(client: AdminClient, cluster: Cluster, snapshot, redis) -> taglag.TagLags:
-    groups = list(snapshot.groups.values())
-    key = snapshots.key(cluster.pk, "subscriptions")
-    taglag.remember(redis, key, groups)
-    return await taglag.measure(
-        client,
-        groups,
-        redis=redis,
-        cache_key=snapshots.key(cluster.pk, "taglag"),
-        budget=settings.ROCKETMQ_TAGLAG_BUDGET,
-        addresses={s.name: s.address for s in snapshot.brokers.values() if not s.error and s.address},
-        remembered=taglag.recall(redis, key, groups),
-    )
-
-
-def _proxy_ask(cluster: Cluster, redis) -> ProxyAsk:
-    """What to ask the cluster's proxies this poll: the groups they knew clients of last time
-    first, then the others in rotation from where the last poll stopped."""
-    if not cluster.proxy_list:
-        return ProxyAsk([])
-    known = frozenset(
-        m.decode() if isinstance(m, bytes) else m for m in redis.smembers(snapshots.key(cluster.pk, "proxy-groups"))
-    )
-    cursor = int(redis.get(snapshots.key(cluster.pk, "proxy-cursor")) or 0)
-    return ProxyAsk(cluster.proxy_list, known, settings.ROCKETMQ_PROXY_GROUPS_PER_POLL, cursor)
-
-
-def _remember_proxy_groups(redis, cluster: Cluster, groups: list[str], cursor: int) -> None:
-    pipe = redis.pipeline()
-    pipe.delete(snapshots.key(cluster.pk, "proxy-groups"))
-    if groups:
-        pipe.sadd(snapshots.key(cluster.pk, "proxy-groups"), *groups)
-    pipe.set(snapshots.key(cluster.pk, "proxy-cursor"), cursor)
-    pipe.execute()
-
-
-async def _in_flight(cluster: Cluster, snapshot) -> tuple[dict[str, int] | None, str | None]:
-    """POP messages in flight per group, from every broker's metrics, or None and why: a sum
-    that misses a broker would be a smaller number that looks complete."""
-    readable = {s.name: s.address for s in snapshot.brokers.values() if not s.error}
-    urls = inflight.metrics_urls(cluster.broker_metrics, readable)
-    totals, errors = await inflight.read(urls, timeout=settings.ROCKETMQ_BROKER_DEADLINE)
-    errors.update({b: "no metrics URL, or the broker itself unreadable" for b in snapshot.brokers if b not in urls})
-    if errors:
-        return None, METRICS_NOT_READ % {"errors": "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))}
-    return totals, None
+            found.in_flight, found.in_flight_note = await reading.in_flight(cluster, snapshot)
+    return found

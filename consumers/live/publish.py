@@ -75,8 +75,10 @@ def publish_poll(
     overrides: dict[str, dict],
     started: float,
     spool: HistorySpool | None = None,
+    built: dict[str, GroupDocument] | None = None,
 ) -> PollResult:
-    """Build, judge and store this poll's documents; `started` is the poll's monotonic start."""
+    """Build, judge and store this poll's documents; `started` is the poll's monotonic start.
+    `built`: documents the parts of a split poll built (parts.py), beside the reading's own."""
     snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
     unreachable = brokers.unreachable()
     with stages.timing("previous documents"):
@@ -86,20 +88,9 @@ def publish_poll(
         lazy = not unread
         previous = snapshots.LazyDetails(redis, cluster.pk) if lazy else snapshots.read_details(redis, cluster.pk)
     with stages.timing("documents"):
-        docs = {
-            group: building.build_document(
-                progress,
-                lag_times=reading.lag_times,
-                tag_lags=reading.tag_lags,
-                dlq_count=reading.dlq_counts.get(group),
-                previous=previous.loader(group) if lazy else previous.get(group),
-                unreachable=unreachable,
-                in_flight=reading.in_flight,
-                in_flight_note=reading.in_flight_note,
-            )
-            for group, progress in snapshot.groups.items()
-        }
-        docs.update(_unlisted(previous, snapshot, unreachable))
+        docs = build_documents(reading, previous, unreachable)
+        docs.update(built or {})
+        docs.update(_unlisted(previous, docs, snapshot, unreachable))
         building.mark_retry_topic_groups(docs)
         samples = {group: building.sample(doc, polled_at) for group, doc in docs.items()}
     with stages.timing("health"):
@@ -142,6 +133,26 @@ def publish_poll(
     return PollResult(cluster.pk, meta.status, groups=len(docs), duration=duration, stages=dict(stages.seconds))
 
 
+def build_documents(
+    reading: PollReading, previous: snapshots.LazyDetails | dict, unreachable: dict[str, str]
+) -> dict[str, GroupDocument]:
+    """The document of every group the reading read, health still to be set."""
+    lazy = isinstance(previous, snapshots.LazyDetails)
+    return {
+        group: building.build_document(
+            progress,
+            lag_times=reading.lag_times,
+            tag_lags=reading.tag_lags,
+            dlq_count=reading.dlq_counts.get(group),
+            previous=previous.loader(group) if lazy else previous.get(group),
+            unreachable=unreachable,
+            in_flight=reading.in_flight,
+            in_flight_note=reading.in_flight_note,
+        )
+        for group, progress in reading.snapshot.groups.items()
+    }
+
+
 def publish_failure(cluster: Cluster, *, error: str, polled_at: float, started: float, redis) -> PollResult:
     """Nothing was readable: keep the last known documents, and say when and why in the meta.
     The brokers were not read either: each is unknown, since the first failed poll, never
@@ -169,7 +180,7 @@ def _unknown(broker: BrokerState, error: str, polled_at: float) -> BrokerState:
 
 
 def _unlisted(
-    previous: dict[str, GroupDocument], snapshot: ClusterSnapshot, unreachable: dict[str, str]
+    previous, docs: dict[str, GroupDocument], snapshot: ClusterSnapshot, unreachable: dict[str, str]
 ) -> dict[str, GroupDocument]:
     """Groups known before that this poll did not list. When a broker could not be read the
     list is incomplete, so they stay, marked stale with the reason; otherwise they are gone."""
@@ -181,7 +192,7 @@ def _unlisted(
     return {
         group: dataclasses.replace(doc, stale=True, stale_reason=reason)
         for group, doc in previous.items()
-        if group not in snapshot.groups
+        if group not in docs
     }
 
 

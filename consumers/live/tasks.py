@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import shared_task
 from django.conf import settings
 
 from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from . import snapshots
+from . import parts, snapshots
 from .config import history_store, poll_deadline
 from .dispatch import claim_due_clusters
 from .poll import poll_cluster as poll_cluster_service
@@ -42,9 +43,24 @@ def poll_cluster(cluster_id: int) -> str:
     cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).first()
     if cluster is None:
         return "gone"
-    result = poll_cluster_service(cluster)
+    result = poll_cluster_service(cluster, send=send_part)
     log.info("poll %s: %s, %d groups in %.2fs", cluster.name, result.status, result.groups, result.duration)
     return result.status
+
+
+@shared_task(ignore_result=True, acks_late=True)
+def poll_part(cluster_id: int, poll_id: str, index: int) -> str:
+    """One part of a split poll (parts.py); a part is read once, whichever worker claims it."""
+    cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).first()
+    if cluster is None:
+        return "gone"
+    return parts.run_posted(cluster, get_redis(), poll_id, index)
+
+
+def send_part(cluster_id: int, poll_id: str, index: int, deadline_at: float) -> None:
+    seconds = max(1.0, deadline_at - time.time())
+    poll_part.apply_async((cluster_id, poll_id, index), expires=seconds, soft_time_limit=seconds + 30,
+                          time_limit=seconds + 60)  # fmt: skip
 
 
 @shared_task(ignore_result=True, soft_time_limit=600, time_limit=900)

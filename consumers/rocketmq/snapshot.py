@@ -47,6 +47,51 @@ async def group_progress(client, group: str, *, running_info: bool = True) -> Gr
     return (await read_groups(client, [group], masters=masters, running_info=running_info))[group]
 
 
+@dataclass(slots=True)
+class Listing:
+    """What a poll learns before reading any group: the masters, how each broker answered its
+    probe, and the groups their configs name (with the flags those configs carry)."""
+
+    fetched_at: float
+    started: float  # monotonic
+    cluster_info: ClusterInfo
+    masters: dict[str, str]
+    brokers: dict[str, BrokerStatus]
+    names: list[str]  # sorted
+    fifo: set[str] = field(default_factory=set)
+    paused: dict[str, list[str]] = field(default_factory=dict)
+    pop: dict[str, set[str]] = field(default_factory=dict)
+    configs_read: bool = False  # some broker's configs were read: the flags above are known
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [s.error for s in self.brokers.values() if s.error]
+
+    @property
+    def unreadable(self) -> dict[str, Problem]:
+        return {s.name: s.error for s in self.brokers.values() if s.error}
+
+    def flag(self, progress: dict[str, GroupProgress]) -> None:
+        """Set what the configs say (FIFO, paused, POP topics) on the groups read."""
+        if not self.configs_read:
+            return
+        for name, group in progress.items():
+            group.fifo = name in self.fifo
+            group.paused_on = sorted(self.paused.get(name, ()))
+            group.pop_topics = sorted(self.pop.get(name, ()))
+
+    def snapshot(self, progress: dict[str, GroupProgress], proxies: dict[str, ProxyStatus]) -> ClusterSnapshot:
+        return ClusterSnapshot(
+            fetched_at=self.fetched_at,
+            duration=time.monotonic() - self.started,
+            cluster_info=self.cluster_info,
+            brokers=self.brokers,
+            groups=progress,
+            problems=self.problems,
+            proxies=proxies,
+        )
+
+
 async def cluster_snapshot(
     client,
     *,
@@ -57,7 +102,47 @@ async def cluster_snapshot(
     broker_deadline: float | None = None,
     proxies: list[str] | ProxyAsk = (),
 ) -> ClusterSnapshot:
-    """Every group's progress. Raises only when the name server cannot be read at all.
+    """Every group's progress. Raises only when the name server cannot be read at all."""
+    listing = await list_cluster(
+        client, cluster=cluster, groups=groups, include_system_groups=include_system_groups,
+        broker_deadline=broker_deadline,
+    )  # fmt: skip
+    return await read_listing(client, listing, proxies, running_info=running_info, broker_deadline=broker_deadline)
+
+
+async def read_listing(
+    client,
+    listing: Listing,
+    proxies: list[str] | ProxyAsk = (),
+    *,
+    running_info: bool = True,
+    broker_deadline: float | None = None,
+) -> ClusterSnapshot:
+    """The listed groups read (read_groups), with what the configs said of them."""
+    proxy_status: dict[str, ProxyStatus] = {}
+    progress = await read_groups(
+        client,
+        listing.names,
+        masters=listing.masters,
+        running_info=running_info,
+        unreadable=listing.unreadable,
+        proxies=proxies,
+        proxy_status=proxy_status,
+        proxy_deadline=broker_deadline,
+    )
+    listing.flag(progress)
+    return listing.snapshot(progress, proxy_status)
+
+
+async def list_cluster(
+    client,
+    *,
+    cluster: str | None = None,
+    groups: list[str] | None = None,
+    include_system_groups: bool = False,
+    broker_deadline: float | None = None,
+) -> Listing:
+    """The masters and the groups to read (`groups`, or every group their configs name).
 
     Each broker is first probed on its own, under `broker_deadline`, all at once: a broker
     that does not answer (dead, hung, refusing) fails alone, is named in the problems, and is
@@ -89,43 +174,17 @@ async def cluster_snapshot(
             status.error = Problem.of("broker", status.name, exc)
             return {}, {}
 
+    listing = Listing(fetched_at, started, info, masters, brokers, [])
     names: set[str] = set(groups or [])
-    fifo: set[str] = set()
-    paused: dict[str, list[str]] = {}
-    pop: dict[str, set[str]] = {}
     answers = await asyncio.gather(*(probe(s) for s in brokers.values()))
     for status, (configs, modes) in zip(brokers.values(), answers, strict=True):
         for group, config in configs.items():
             if not config.consume_enable:
-                paused.setdefault(group, []).append(status.name)
+                listing.paused.setdefault(group, []).append(status.name)
         names.update(g for g in configs if include_system_groups or not is_system_group(g))
-        fifo.update(g for g, config in configs.items() if config.consume_message_orderly)
+        listing.fifo.update(g for g, config in configs.items() if config.consume_message_orderly)
         for group, topics in modes.items():
-            pop.setdefault(group, set()).update(topics)
-    problems = [s.error for s in brokers.values() if s.error]
-    unreadable = {s.name: s.error for s in brokers.values() if s.error}
-    proxy_status: dict[str, ProxyStatus] = {}
-    progress = await read_groups(
-        client,
-        sorted(names),
-        masters=masters,
-        running_info=running_info,
-        unreadable=unreadable,
-        proxies=proxies,
-        proxy_status=proxy_status,
-        proxy_deadline=broker_deadline,
-    )
-    if groups is None and len(unreadable) < len(brokers):  # some broker's configs were read
-        for name, group in progress.items():
-            group.fifo = name in fifo
-            group.paused_on = sorted(paused.get(name, ()))
-            group.pop_topics = sorted(pop.get(name, ()))
-    return ClusterSnapshot(
-        fetched_at=fetched_at,
-        duration=time.monotonic() - started,
-        cluster_info=info,
-        brokers=brokers,
-        groups=progress,
-        problems=problems,
-        proxies=proxy_status,
-    )
+            listing.pop.setdefault(group, set()).update(topics)
+    listing.names = sorted(names)
+    listing.configs_read = groups is None and len(listing.unreadable) < len(brokers)
+    return listing

@@ -18,6 +18,9 @@ ROCKETMQ_POLL_DEADLINE = env.int("ROCKETMQ_POLL_DEADLINE", 12)
 # with the cluster (a poll of 10,000 groups takes 4.2 s on 2 cores, bench_poll; 1 s a thousand
 # leaves more than twice that), and so do its task's time limits and its staleness bound
 ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = env.float("ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS", 1)
+# A poll of more groups than this is read in parts of about this many by several Celery workers
+# (live/parts.py); a smaller cluster is read by the one task that holds its poll lock.
+ROCKETMQ_POLL_PART_GROUPS = env.int("ROCKETMQ_POLL_PART_GROUPS", 12_500)
 # Each broker's first reads in a poll must answer within this, or the broker is "failing"
 # for that poll and left out, so one hung broker does not blind the others.
 ROCKETMQ_BROKER_DEADLINE = env.float("ROCKETMQ_BROKER_DEADLINE", 3)

@@ -1,0 +1,159 @@
+"""A big cluster's poll split in parts (consumers/live/parts.py), on the real cluster: the parts
+read what one process reads (mqadmin the oracle), each part once; a part whose worker is killed
+mid-part leaves exactly its groups stale, and the next poll is whole.
+
+Real parts: the session's RocketMQ cluster and its settled groups, Redis, and for the kill two
+`celery worker --pool prefork` processes and beat with the console's Celery app."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis as redis_py
+
+from consumers.live import parts, snapshots
+from consumers.live.documents import GroupDocument, QueueRow
+from consumers.live.poll import poll_cluster
+from consumers.live.retention import BrokerRetention
+from consumers.models import Cluster
+from consumers.rocketmq.models import MessageQueue
+from consumers.rocketmq.proxies import ProxyStatus
+from devstack.mqadmin import parse_consumer_progress
+from devstack.redis import LocalRedis
+from tests.support.workers import console_environment, create_cluster, start_workers_and_beat
+
+
+def test_names_are_cut_into_contiguous_parts_of_even_size():
+    names = [f"g{i:03d}" for i in range(10)]
+    assert parts.split(names, 4) == [names[0:4], names[4:7], names[7:10]]
+    assert parts.split(names, 10) == [names] and parts.split(names, 100) == [names]
+    assert parts.split([], 5) == [[]]
+    cut = parts.split([f"g{i:05d}" for i in range(50_000)], 12_500)
+    assert [len(p) for p in cut] == [12_500] * 4 and sum(cut, []) == sorted(sum(cut, []))
+
+
+def test_a_part_result_comes_back_from_redis_as_it_was_sent():
+    doc = GroupDocument(group="g", as_of=1.5, lag=7, queues=[QueueRow(**_row())], problems=[{"scope": "x"}])
+    mq = MessageQueue("T", "broker-a", 3)
+    sent = parts.PartResult(
+        documents={"g": doc},
+        safe_from={mq: 42, MessageQueue("T", "broker-a", 4): "not read: timeout"},
+        retention={"broker-a": BrokerRetention(reserved_hours=72.0, delete_hours=(4,), current_file_start=0)},
+        proxies={"127.0.0.1:8081": ProxyStatus("127.0.0.1:8081", groups=2, group_names=["g", "h"])},
+        proxy_groups=["g"],
+        seconds=1.25,
+    )
+    back = parts.PartResult.from_wire(sent.to_wire())
+    assert back == sent and back.documents["g"].to_wire() == doc.to_wire()
+
+
+def _row() -> dict:
+    from dataclasses import fields
+
+    values = {f.name: None for f in fields(QueueRow)}
+    values.update(topic="T", broker="broker-a", queue_id=3, retry=False, lag=7, consumer=3, max=10, clients=["c1"])
+    return values
+
+
+@pytest.mark.broker
+def test_a_split_poll_reads_what_one_process_reads(db, redis, history_dir, namesrv, settled, mqadmin, settings):
+    cluster = Cluster.objects.create(name="local", namesrv_addrs=namesrv)
+    whole = poll_cluster(cluster)
+    assert whole.status in ("ok", "degraded") and whole.groups >= 4
+    settings.ROCKETMQ_POLL_PART_GROUPS = max(1, whole.groups // 3)  # three parts or four
+    sent, workers = [], []
+
+    def send(cluster_id, poll_id, index, deadline_at):  # a worker of its own per part, as Celery would give
+        sent.append(index)
+        worker = threading.Thread(target=parts.run_posted, args=(cluster, redis, poll_id, index))
+        workers.append(worker)
+        worker.start()
+
+    split = poll_cluster(cluster, send=send)
+    for worker in workers:
+        worker.join(30)
+    assert split.status in ("ok", "degraded") and "parts read" in split.stages, split.stages
+    assert sent and sent == list(range(1, len(sent) + 1)) and len(sent) >= 2  # every part but the first
+    assert split.groups >= whole.groups - 2  # other tests' groups come and go meanwhile
+    for consumer in settled.all:
+        doc = snapshots.read_detail(redis, cluster.pk, consumer.group)
+        theirs = parse_consumer_progress(mqadmin.run("consumerProgress", "-g", consumer.group).out)
+        assert not doc.stale and {(q.topic, q.broker, q.queue_id): q.lag for q in doc.queues} == {
+            (r.topic, r.broker, r.queue_id): r.diff for r in theirs.rows
+        }
+    assert not any("of the poll was not read" in (d.stale_reason or "") for d in snapshots.read_details(
+        redis, cluster.pk).values())  # fmt: skip
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_a_part_whose_worker_is_killed_leaves_its_groups_stale_and_the_next_poll_is_whole(
+    tmp_path: Path, namesrv, mqadmin, names
+):
+    for n in range(8):  # enough groups of the test's own for several parts, whatever else the cluster has
+        mqadmin.run("updateSubGroup", "-c", "DefaultCluster", "-g", names.group(f"parts-{n}"))
+    server = LocalRedis(tmp_path / "redis")
+    environment = console_environment(tmp_path, server.url, ROCKETMQ_POLL_PART_GROUPS="5")
+    cluster_id = create_cluster(environment, namesrv, 5)
+    client = redis_py.Redis.from_url(server.url)
+    workers, beat = start_workers_and_beat(tmp_path, environment, "parts")
+    try:
+        for worker in workers:
+            worker.wait_for_log(" ready.", 120)
+        # the first part a worker other than the poll's own claims: stopped at once, then killed
+        key, pid, plan = until(lambda: _claimed_elsewhere(client, cluster_id), 120, "a part claimed elsewhere", 0.002)
+        os.kill(pid, signal.SIGSTOP)
+        os.kill(pid, signal.SIGKILL)
+        lost, killed_at = set(plan.groups), time.time()
+
+        def published(after: float):
+            meta = snapshots.read_meta(client, cluster_id)
+            return (meta, snapshots.read_details(client, cluster_id)) if meta and meta.polled_at > after else None
+
+        meta, docs = until(lambda: published(plan.polled_at - 0.001), 60, "the poll with the killed part")
+        assert abs(meta.polled_at - plan.polled_at) < 0.001, "a later poll was read first"
+        reason = f"part {plan.index + 1} of {plan.count} of the poll was not read"
+        stale = {g for g, d in docs.items() if reason in (d.stale_reason or "")}
+        assert meta.status == "degraded" and stale == lost, (meta.status, sorted(stale ^ lost))
+        assert "claim lapsed" in docs[min(lost)].stale_reason
+        # the next poll: whole (the killed worker's pool has started another process meanwhile)
+        meta, docs = until(lambda: published(killed_at + 1), 60, "a later poll")
+        assert not [g for g, d in docs.items() if "of the poll was not read" in (d.stale_reason or "")]
+        assert all(not docs[g].stale for g in lost)
+    finally:
+        beat.stop()
+        for worker in workers:
+            worker.stop()
+        server.stop()
+
+
+def _claimed_elsewhere(client, cluster_id: int):
+    """(claim key, pid, plan) of a part claimed by a process other than the poll's own."""
+    lock = client.get(snapshots.key(cluster_id, "lock"))
+    if lock is None:
+        return None
+    holder = lock.decode().split("|")[1]
+    for key in client.keys(snapshots.key(cluster_id, "part:*:claim:*")):
+        value = client.get(key)
+        if value is None:
+            continue
+        claimant = value.decode().split("|")[1]
+        if claimant != holder:
+            poll_id, index = key.decode().split(":")[3], int(key.decode().rsplit(":", 1)[1])
+            plan = parts.Board(client, cluster_id, poll_id).plan(index)
+            return key, int(claimant.rsplit(":", 1)[1]), plan
+    return None
+
+
+def until(condition, timeout: float, what: str, every: float = 0.05):
+    """`condition()`'s first true value, asked every `every` s."""
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"not reached within {timeout}s: {what}"
+        time.sleep(every)
+    return found
