@@ -1,7 +1,7 @@
 """A full poll cycle: every group of a cluster read, lag seconds measured, health judged,
 the snapshot written to Redis and appended to the history, as the Celery task runs it.
 
-    python -m bench.bench_poll [--groups 1000,3000,10000] [--polls 4] [--proxy]
+    python -m bench.bench_poll [--groups 1000,3000,10000] [--polls 4] [--proxy] [--workers 2]
 
 Several sizes are measured side by side in one run on one cluster (groups are added between
 sizes), so the growth from one to the next is visible: time per stage, the polling process's
@@ -12,6 +12,12 @@ polled twice over, alternately: as before, and with the proxy configured. No bro
 client of the benchmark's groups, so each poll also asks the proxy about them, within
 ROCKETMQ_PROXY_GROUPS_PER_POLL in rotation (a proxy answers about 330 connection lists a second):
 the cost of looking for gRPC clients, as a ratio against the plain poll of the same run.
+
+With --workers N the same cluster is also polled as production polls it: the poll task sent to
+`celery worker --pool prefork -c N` (a cluster of more than ROCKETMQ_POLL_PART_GROUPS groups then
+read in parts by those processes, live/parts.py), timed from the task's sending to its documents
+in Redis, against the in-process poll of the same size in the same run; with each worker
+process's peak RSS and Redis's memory.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import prepare_groups, start_cluster
+from bench.common import prepare_groups, seed_groups, start_cluster
 from bench.django_env import setup_django
 
+ADMIN_MADE = 1000  # groups made by admin calls; beyond, seeded into the brokers' configs
 TARGETS = {1000: 3.0, 10000: 5.0}  # seconds; a 10,000-group poll within 12x a 1,000-group one
 
 
@@ -35,6 +42,9 @@ class Size:
     stages: list[dict[str, float]] = field(default_factory=list)
     peak_rss: int = 0  # bytes, during this size's polls
     redis_bytes: int = 0
+    pooled: list[float] = field(default_factory=list)  # through the workers: sent to published
+    pool_rss: list[int] = field(default_factory=list)  # each worker process's peak
+    redis_used: int = 0  # Redis's used_memory after them
 
     @property
     def median(self) -> float:
@@ -46,6 +56,7 @@ def main() -> None:
     parser.add_argument("--groups", default="1000", help="sizes, comma-separated, e.g. 1000,3000,10000")
     parser.add_argument("--polls", type=int, default=6)
     parser.add_argument("--proxy", action="store_true", help="also poll with a proxy configured")
+    parser.add_argument("--workers", type=int, default=0, help="also poll through N prefork worker processes")
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.groups.split(","))
     _, redis = setup_django()
@@ -71,7 +82,12 @@ def main() -> None:
             proxy.start()
         created = 0
         for count in counts:
-            prepare_groups(cluster_process, count, start=created)
+            # the first groups by admin calls, the rest written into the brokers' configs (seed_groups)
+            made = min(count, ADMIN_MADE) if created == 0 else created
+            if made > created:
+                prepare_groups(cluster_process, made, start=created)
+            if count > made:
+                seed_groups(cluster_process, count, start=made)
             created = count
             # a new cluster row per size: its lag-time cache and health window start empty
             cluster = Cluster.objects.create(name=f"bench-{count}", namesrv_addrs=cluster_process.namesrv_addr)
@@ -95,6 +111,8 @@ def main() -> None:
                     print(f"   with the proxy: {result.duration:.3f} s")
             size.peak_rss = _peak_rss()
             size.redis_bytes = _redis_bytes(get_redis(), cluster.pk)
+            if args.workers:
+                _poll_through_workers(cluster, size, args.polls, args.workers)
             sizes.append(size)
     finally:
         if proxy is not None:
@@ -102,6 +120,57 @@ def main() -> None:
         cluster_process.stop()
         redis.stop()
     _report(sizes)
+
+
+def _poll_through_workers(cluster, size: Size, polls: int, workers: int) -> None:
+    """The poll task sent `polls` times to a prefork pool of `workers` processes, one poll at a time."""
+    import os
+    import sys
+    import tempfile
+    import time
+
+    from consumers.jobs.redis_client import get_redis
+    from consumers.live import snapshots
+    from consumers.live.tasks import poll_cluster as poll_task
+    from devstack.processes import ManagedProcess
+
+    log = Path(tempfile.mkdtemp(prefix="bench-workers-")) / "worker.log"
+    command = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "--pool", "prefork", "-c", str(workers)]
+    pool = ManagedProcess("workers", [*command, "-l", "info"], log_path=log, env=dict(os.environ))
+    redis = get_redis()
+    try:
+        pool.wait_for_log(" ready.", 120)
+        for i in range(polls):
+            before = snapshots.read_meta(redis, cluster.pk)
+            sent = time.monotonic()
+            poll_task.apply_async((cluster.pk,))
+            while True:
+                meta = snapshots.read_meta(redis, cluster.pk)
+                if meta and (before is None or meta.polled_at > before.polled_at) and meta.status != "skipped":
+                    break
+                time.sleep(0.05)
+            size.pooled.append(time.monotonic() - sent)
+            parts = meta.stages.get("parts read")
+            how = f"parts read in {parts:.3f} s" if parts else "one process"
+            print(f"{size.groups} groups through {workers} workers, poll {i + 1}: {size.pooled[-1]:.3f} s "
+                  f"({meta.status}, {how}), {meta.groups} groups")  # fmt: skip
+            print("   " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in meta.stages.items()))
+        size.pool_rss = [_peak_rss(pid) for pid in _children(pool.pid)]
+        size.redis_used = int(redis.info("memory")["used_memory"])
+    finally:
+        pool.stop()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def _reset_peak_rss() -> None:
@@ -112,8 +181,8 @@ def _reset_peak_rss() -> None:
         pass  # then the peak is the process's since it started, set-up included: still an upper bound
 
 
-def _peak_rss() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def _peak_rss(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     return 0
@@ -136,6 +205,19 @@ def _report(sizes: list[Size]) -> None:
         print(f"    {name:<20}" + "".join(f"{v:>10.3f}" for v in row))
     print(f"  {'peak RSS (MiB)':<22}" + "".join(f"{s.peak_rss / 2**20:>10.0f}" for s in sizes))
     print(f"  {'Redis per group (KiB)':<22}" + "".join(f"{s.redis_bytes / s.groups / 1024:>10.2f}" for s in sizes))
+    if any(s.pooled for s in sizes):
+        print("\nThrough the prefork workers, sent to published (s), against the in-process poll above:")
+        print(f"  {'median':<22}" + "".join(f"{statistics.median(s.pooled[1:] or s.pooled):>10.3f}" for s in sizes))
+        print(f"  {'worst':<22}" + "".join(f"{max(s.pooled[1:] or s.pooled):>10.3f}" for s in sizes))
+        print(f"  {'ratio to in-process':<22}" + "".join(
+            f"{statistics.median(s.pooled[1:] or s.pooled) / s.median:>10.2f}" for s in sizes))  # fmt: skip
+        print(f"  {'peak RSS a process':<22}" + "".join(f"{max(s.pool_rss or [0]) / 2**20:>9.0f}M" for s in sizes))
+        print(f"  {'Redis used_memory':<22}" + "".join(f"{s.redis_used / 2**20:>9.0f}M" for s in sizes))
+        for size in sizes:
+            if size.groups >= 50_000:
+                median, worst = statistics.median(size.pooled[1:] or size.pooled), max(size.pooled[1:] or size.pooled)
+                verdict = "met" if median <= 20 and worst <= 25 else "NOT met"
+                print(f"  target at {size.groups:,} groups: median <= 20 s, worst <= 25 s -> {verdict}")
     first = sizes[0]
     for size in sizes[1:]:
         print(f"  {first.groups:,} -> {size.groups:,} groups: x{size.groups / first.groups:.0f} the groups, "

@@ -8,6 +8,7 @@ one 8-queue topic, with a lag that differs from group to group.
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import tempfile
 import time
@@ -74,6 +75,56 @@ def prepare_groups(cluster: LocalRocketMQ, count: int, *, messages_per_queue: in
     started = time.monotonic()
     asyncio.run(_prepare(cluster.namesrv_addr, groups[start:], messages_per_queue, start))
     print(f"set-up: {count} groups with offsets on {QUEUES} queues in {time.monotonic() - started:.1f} s")
+    return groups
+
+
+def seed_groups(cluster: LocalRocketMQ, count: int, *, start: int, messages_per_queue: int = 10) -> list[str]:
+    """Groups `start` .. count-1 as prepare_groups makes them (subscription group, retry topic,
+    offsets on the first master's queues of TOPIC), written into each broker's config files while
+    it is stopped, then the broker started again. Made with admin calls, 50,000 groups take very
+    long: a broker rewrites its whole topics.json for every topic created. prepare_groups must
+    have made TOPIC and its messages first (start > 0)."""
+    from consumers.rocketmq.fastjson import loads
+
+    assert start > 0, "prepare_groups makes the topic and its messages first"
+    groups = group_names(count)
+    started = time.monotonic()
+    first = sorted(cluster.brokers)[0]
+    for name in sorted(cluster.brokers):
+        cluster.stop_broker(name)
+        config = cluster.brokers[name].store / "config"
+        subscriptions = loads((config / "subscriptionGroup.json").read_text())
+        topics = loads((config / "topics.json").read_text())
+        model = subscriptions["subscriptionGroupTable"][groups[0]]
+        retry = topics["topicConfigTable"][retry_topic(groups[0])]
+        for group in groups[start:]:
+            subscriptions["subscriptionGroupTable"][group] = {**model, "groupName": group}
+            topics["topicConfigTable"][retry_topic(group)] = {**retry, "topicName": retry_topic(group)}
+        (config / "subscriptionGroup.json").write_text(json.dumps(subscriptions))
+        (config / "topics.json").write_text(json.dumps(topics))
+        if name == first:  # the offsets, in the broker's own form: queue ids as bare numbers
+            offsets = loads((config / "consumerOffset.json").read_text())
+            table = ",".join(
+                json.dumps(f"{topic}@{group}") + ":{" + ",".join(f"{q}:{v}" for q, v in queues.items()) + "}"
+                for key, queues in offsets["offsetTable"].items()
+                for topic, _, group in [key.partition("@")]
+            )
+            table += "," + ",".join(
+                json.dumps(f"{TOPIC}@{group}") + ":{"
+                + ",".join(f"{q}:{(index + q) % (messages_per_queue + 1)}" for q in range(QUEUES)) + "}"
+                for index, group in enumerate(groups[start:], start)
+            )  # fmt: skip
+            mapping = {**offsets.get("groupTopicMap", {}), **{g: [TOPIC] for g in groups[start:]}}
+            (config / "consumerOffset.json").write_text(
+                '{"dataVersion":' + json.dumps(offsets["dataVersion"]) + ',"groupTopicMap":' + json.dumps(mapping)
+                + ',"offsetTable":{' + table.strip(",") + "}}"
+            )  # fmt: skip
+        for backup in config.glob("*.bak"):
+            backup.unlink()  # else a broker may prefer a backup it finds newer
+        cluster.start_broker(name)
+    cluster.wait_registered(set(cluster.brokers))
+    print(f"set-up: {count} groups ({count - start} written into the brokers' configs) in "
+          f"{time.monotonic() - started:.1f} s")  # fmt: skip
     return groups
 
 

@@ -37,3 +37,7 @@ def ensure_helm() -> Path:
 
 def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([str(ensure_helm()), *args], capture_output=True, text=True, timeout=timeout)
+
+
+if __name__ == "__main__":  # python -m devstack.helm: build it now (scripts/test.sh does, in the background)
+    print(ensure_helm())

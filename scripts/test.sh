@@ -50,6 +50,16 @@ python_lane() {
   return "$status"
 }
 
+# The two builds a few tests need (helm from its Go sources, the console's image: minutes each,
+# cold) start now at the lowest priority (devstack/processes.py: low_priority), so they are ready
+# when those tests come, late in their lane; the tests wait on the builds' locks meanwhile.
+prebuild_pid=
+if [ $# = 0 ]; then
+  (.venv/bin/python -m devstack.helm >/dev/null 2>&1 || true
+   .venv/bin/python -m devstack.containers build --target web >/dev/null 2>&1 || true) &
+  prebuild_pid=$!
+fi
+
 python_log=$(mktemp)
 started=$SECONDS
 python_lane "$@" >"$python_log" 2>&1 &
@@ -62,5 +72,6 @@ wait "$python_pid" || python_status=$?
 echo "--- python lane (tests without the cluster, then PostgreSQL), done after $((SECONDS - started)) s ---"
 cat "$python_log"
 rm -f "$python_log"
+[ -n "$prebuild_pid" ] && wait "$prebuild_pid" 2>/dev/null || true
 echo "--- cluster lane: $([ $cluster_status = 0 ] && echo passed || echo FAILED); python lane: $([ $python_status = 0 ] && echo passed || echo FAILED)"
 [ "$cluster_status" = 0 ] && [ "$python_status" = 0 ]

@@ -88,6 +88,25 @@ def test_a_split_poll_reads_what_one_process_reads(db, redis, history_dir, names
         }
     assert not any("of the poll was not read" in (d.stale_reason or "") for d in snapshots.read_details(
         redis, cluster.pk).values())  # fmt: skip
+    # no worker takes the parts (a busy pool): the poll's own process reads them all
+    alone = poll_cluster(cluster, send=lambda *part: None)
+    assert alone.status in ("ok", "degraded") and alone.groups >= whole.groups - 2
+    assert all(not snapshots.read_detail(redis, cluster.pk, c.group).stale for c in settled.all)
+
+
+def test_a_part_task_delivered_late_or_twice_does_nothing(db, redis):
+    cluster = Cluster.objects.create(name="east", namesrv_addrs="127.0.0.1:1")
+    board = parts.Board(redis, cluster.pk, "p1")
+    plan = dict(poll_id="p1", count=2, groups=["g"], polled_at=time.time(), unreachable={})
+    board.post([parts.Part(index=0, deadline_at=time.time() + 60, **plan),
+                parts.Part(index=1, deadline_at=time.time() - 1, **plan)])  # fmt: skip
+    assert parts.run_posted(cluster, redis, "p1", 1) == "expired"  # past the poll's deadline
+    assert parts.run_posted(cluster, redis, "p-gone", 0) == "expired"  # the poll ended: its plan cleared
+    claim = board.claim(0)
+    assert claim is not None and board.claim(0) is None
+    assert parts.run_posted(cluster, redis, "p1", 0) == "taken"  # a worker has it
+    claim.release()
+    assert parts.run_posted(cluster, redis, "p1", 0) == "taken" and board.lost(0)  # had it, and died
 
 
 @pytest.mark.broker
