@@ -70,6 +70,11 @@ INCOMPLETE_MISSING = gettext_noop("%(broker)s missing since %(since)s (not in th
 # groups a poll that could not read every broker did not list, kept stale (publish._unlisted
 # words it; each broker's part, "<broker>: <why>", is read by the two above)
 NOT_LISTED = gettext_noop("not listed in this poll: %(brokers)s")
+# a group of a split poll's part that was not read, carried over stale (parts.py), and why
+PART_NOT_READ = gettext_noop("part %(part)s of %(parts)s of the poll was not read: %(why)s")
+PART_LOST = gettext_noop("the worker reading it stopped (its claim lapsed)")
+PART_LATE = gettext_noop("it did not finish within the poll's deadline")
+PART_EXPIRED = gettext_noop("its result expired before the poll read it")
 
 # a queue's lag counted for the group's tags (taglag.py), estimated or not counted
 TAG_LAG_ESTIMATED = gettext_noop(
@@ -86,6 +91,7 @@ NOTE_FORMATS = (
     LAG_NOT_MEASURED, LAG_OVER_BUDGET, LAG_MESSAGE_NOT_FOUND, LAG_MESSAGE_UNREAD, LAG_NO_MESSAGE, LAG_FROM_OLDEST,
     CLIENTS_UNASKED, CLIENTS_NO_ANSWER, CLIENTS_PROXY_UNREAD, PROXY_RESTARTING, CLIENTS_PROXY_RESTARTED,
     BROKER_UNREADABLE, BROKER_MISSING, INCOMPLETE, INCOMPLETE_NOT_READ, INCOMPLETE_UNREADABLE, INCOMPLETE_MISSING,
-    NOT_LISTED, TAG_LAG_ESTIMATED, TAG_LAG_OVER_BUDGET, TAG_LAG_UNREAD, TAG_LAG_SQL,
+    NOT_LISTED, PART_NOT_READ, PART_LOST, PART_LATE, PART_EXPIRED,
+    TAG_LAG_ESTIMATED, TAG_LAG_OVER_BUDGET, TAG_LAG_UNREAD, TAG_LAG_SQL,
 )  # fmt: skip
 register_formats(*NOTE_FORMATS)

@@ -37,7 +37,7 @@ from ..rocketmq.models import MessageQueue
 from ..rocketmq.positions import GroupProgress, Problem
 from ..rocketmq.proxies import ProxyStatus
 from ..rocketmq.snapshot import Listing, list_cluster
-from . import building, reading, snapshots
+from . import building, notes, reading, snapshots
 from .documents import GroupDocument
 from .polllock import PollLock
 from .publish import PollReading, build_documents
@@ -231,15 +231,15 @@ def read_in_parts(
                         results[part.index] = ran
             index = board.next_done(min(1.0, deadline_at - time.time()))
             if index is not None and index not in results:
-                results[index] = board.result(index) or _missing(parts[index], "its result expired")
+                results[index] = board.result(index) or _missing(parts[index], notes.PART_EXPIRED)
             for part in parts:
                 if part.index not in results and board.lost(part.index):
-                    results[part.index] = _missing(part, "the worker reading it stopped (its claim lapsed)")
+                    results[part.index] = _missing(part, notes.PART_LOST)
     finally:
         board.clear(len(parts))
     for part in parts:
         if part.index not in results:
-            results[part.index] = _missing(part, "it did not finish within the poll's deadline")
+            results[part.index] = _missing(part, notes.PART_LATE)
     return _merge(cluster, parts, results, redis)
 
 
@@ -318,7 +318,8 @@ async def read_part(
 
 def _missing(part: Part, why: str) -> PartResult:
     """A part not read: the poll carries its groups over (_merge)."""
-    return PartResult(documents={}, error=f"part {part.index + 1} of {part.count} of the poll was not read: {why}")
+    why = notes.PART_NOT_READ % {"part": part.index + 1, "parts": part.count, "why": why}
+    return PartResult(documents={}, error=why)
 
 
 def _merge(cluster: Cluster, parts: list[Part], results: dict[int, PartResult], redis) -> tuple[dict, PartResult]:

@@ -176,3 +176,17 @@ def until(condition, timeout: float, what: str, every: float = 0.05):
         assert time.monotonic() < deadline, f"not reached within {timeout}s: {what}"
         time.sleep(every)
     return found
+
+
+def test_why_a_part_was_not_read_is_said_in_chinese():
+    from django.utils import translation
+
+    from consumers.languages.evidence import translate_evidence
+    from consumers.live import notes
+
+    plan = parts.Part(poll_id="p", index=1, count=4, groups=["g"], polled_at=1.0, deadline_at=2.0, unreachable={})
+    said = parts._missing(plan, notes.PART_LOST).error
+    assert said == "part 2 of 4 of the poll was not read: the worker reading it stopped (its claim lapsed)"
+    with translation.override("zh-hans"):
+        chinese = translate_evidence(said)
+    assert chinese == "本次轮询的第 2 部分（共 4 部分）未读取：" + "读取它的 worker 已停止（其认领已过期）"
