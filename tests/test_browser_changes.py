@@ -181,8 +181,7 @@ def test_the_other_main_actions_with_debug_on(
         )
     )
     page.goto(f"{live_server.url}/changes/{request.pk}/")
-    page.click("#refresh")
-    page.wait_for_selector("#change-state")
+    submit(page, "#refresh")
     assert page.locator("#change-state").inner_text() == "pending"
     assert request.events.filter(action="refresh-preview").count() == 1
 

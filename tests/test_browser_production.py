@@ -20,7 +20,7 @@ from django.conf import settings
 
 from devstack.processes import ManagedProcess, free_port
 from tests.conftest import PASSWORD
-from tests.test_browser import CSP_WATCH, watch_errors
+from tests.test_browser import CSP_WATCH, submit, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.broker, pytest.mark.slow]
 
@@ -195,7 +195,7 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
 
         # the switch in the header: English, kept on the user (a new browser still asking for
         # Chinese signs in and reads English)
-        page.click("#language-switch button[value=en]")
+        submit(page, "#language-switch button[value=en]")
         page.wait_for_load_state("networkidle")
         assert page.evaluate("document.documentElement.lang") == "en"
     finally:
