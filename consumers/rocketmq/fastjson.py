@@ -106,8 +106,8 @@ def _quote_numeric_keys(text: str, mark: str) -> tuple[str, int] | None:
     (it follows a string key) or follows a key that is not a string: a number when json can
     read the result. Keys are counted twice (closing and opening quotes), and any difference
     refuses the body: a number in an array, a literal or object key, a stray character."""
-    if "\\" in text or "\x00" in text:
-        return None
+    if "\\" in text or "\x00" in text or "}:" in text or "]:" in text:
+        return None  # escapes; or object or array keys (Map<MessageQueue, ...>), which the walk reads fast
     parts = text.split('"')
     if len(parts) % 2 == 0:
         return None  # a string that never ends
