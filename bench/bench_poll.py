@@ -146,7 +146,8 @@ def _poll_through_workers(cluster, size: Size, polls: int, workers: int) -> None
             poll_task.apply_async((cluster.pk,))
             while True:
                 meta = snapshots.read_meta(redis, cluster.pk)
-                if meta and (before is None or meta.polled_at > before.polled_at) and meta.status != "skipped":
+                published = meta and (before is None or meta.polled_at > before.polled_at)
+                if published and not redis.exists(snapshots.key(cluster.pk, "lock")):  # and its task done
                     break
                 time.sleep(0.05)
             size.pooled.append(time.monotonic() - sent)

@@ -39,6 +39,7 @@ def client_config(cluster: Cluster) -> ClientConfig:
         request_timeout=settings.ROCKETMQ_REQUEST_TIMEOUT,
         connect_timeout=min(settings.ROCKETMQ_CONNECT_TIMEOUT, settings.ROCKETMQ_REQUEST_TIMEOUT),
         max_in_flight=settings.ROCKETMQ_POLL_CONCURRENCY,
+        max_frame=settings.ROCKETMQ_MAX_FRAME_MB * 1024 * 1024,
     )
 
 

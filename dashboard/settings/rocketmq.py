@@ -18,6 +18,9 @@ ROCKETMQ_POLL_DEADLINE = env.int("ROCKETMQ_POLL_DEADLINE", 12)
 # with the cluster (a poll of 10,000 groups takes 4.2 s on 2 cores, bench_poll; 1 s a thousand
 # leaves more than twice that), and so do its task's time limits and its staleness bound
 ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = env.float("ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS", 1)
+# The largest frame read from a broker. The servers' own default is 16 MiB, which a broker's list
+# of subscription groups passes at about 48,000 groups (350 bytes each): then nothing was listed.
+ROCKETMQ_MAX_FRAME_MB = env.int("ROCKETMQ_MAX_FRAME_MB", 128)
 # A poll of more groups than this is read in parts of about this many by several Celery workers
 # (live/parts.py); a smaller cluster is read by the one task that holds its poll lock.
 ROCKETMQ_POLL_PART_GROUPS = env.int("ROCKETMQ_POLL_PART_GROUPS", 12_500)
