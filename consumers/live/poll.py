@@ -134,7 +134,7 @@ async def read_cluster(
                 with stages.timing("in flight"):
                     listed.in_flight = await reading.in_flight(cluster, listing.snapshot({}, {}))
             return listed
-        snapshot = await read_listing(client, listing, ask)
+        snapshot = await read_listing(client, listing, ask, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
     found, asked = await reading.read_rest(client, cluster, snapshot, redis, polled_at, stages=stages, ask=ask)
     if ask.addresses:
         reading.remember_proxy_groups(redis, cluster, asked)
