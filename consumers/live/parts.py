@@ -32,11 +32,10 @@ from django.conf import settings
 from ..clusters.connect import run_on_cluster
 from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError
-from ..rocketmq.groups import read_groups
 from ..rocketmq.models import MessageQueue
 from ..rocketmq.positions import GroupProgress, Problem
 from ..rocketmq.proxies import ProxyStatus
-from ..rocketmq.snapshot import Listing, list_cluster
+from ..rocketmq.snapshot import Listing, list_cluster, read_listing
 from . import building, notes, reading, snapshots
 from .documents import GroupDocument
 from .polllock import PollLock
@@ -304,12 +303,7 @@ async def read_part(
     with stages.timing("brokers read"):
         listing = await list_cluster(client, groups=part.groups, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
         part.flag(listing)
-        proxy_status: dict[str, ProxyStatus] = {}
-        progress = await read_groups(client, part.groups, masters=listing.masters, unreadable=listing.unreadable,
-                                     proxies=ask, proxy_status=proxy_status,
-                                     proxy_deadline=settings.ROCKETMQ_BROKER_DEADLINE)  # fmt: skip
-        listing.flag(progress)
-        snapshot = listing.snapshot(progress, proxy_status)
+        snapshot = await read_listing(client, listing, ask, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
     found, asked = await reading.read_rest(client, cluster, snapshot, redis, part.polled_at, stages=stages, ask=ask,
                                            share=share)  # fmt: skip
     found.in_flight, found.in_flight_note = part.in_flight, part.in_flight_note
