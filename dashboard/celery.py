@@ -5,7 +5,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
+import threading
+import time
+import traceback
 
+from billiard.process import active_children
 from celery import Celery
 from celery.exceptions import WorkerShutdown
 from celery.worker.consumer import Consumer
@@ -54,4 +59,46 @@ class ReconnectingConsumer(Consumer):
                 raise
             logger.critical("no broker at %s for %s s, giving up (exit %s): %s", conn.as_uri(), give_up,
                             EX_UNAVAILABLE, exc)  # fmt: skip
+            exit_if_shutdown_hangs(SHUTDOWN_GRACE_SECONDS)
             raise WorkerShutdown(EX_UNAVAILABLE) from exc
+
+
+# How long a worker that gave up waits, once no task runs, for Celery's own warm shutdown.
+SHUTDOWN_GRACE_SECONDS = 20
+
+
+def exit_if_shutdown_hangs(grace: float) -> threading.Thread:
+    """Exit 69 for sure. Celery's warm shutdown after giving up waits for the running tasks, which
+    is right: each has its time limit, and its work is on the brokers and the database, not in
+    Redis. But a shutdown that still has not ended `grace` seconds after the last task leaves a
+    process that looks alive and does nothing, which is what giving up is meant to end (it was
+    seen once under a loaded suite: "giving up" logged, no exit in 60 s). Then every thread's stack
+    goes to the log (why it hung), the pool's processes are terminated and the process exits."""
+
+    def watch() -> None:
+        from celery.worker import state
+
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < grace:
+            time.sleep(0.5)
+            if state.active_requests:
+                idle_since = time.monotonic()
+        try:
+            logger.critical("the shutdown after giving up has not ended %s s after the last task; exiting %s:\n%s",
+                            grace, EX_UNAVAILABLE, _stacks())  # fmt: skip
+            for child in active_children():
+                child.terminate()
+        finally:
+            os._exit(EX_UNAVAILABLE)
+
+    watchdog = threading.Thread(target=watch, name="give-up-watchdog", daemon=True)
+    watchdog.start()
+    return watchdog
+
+
+def _stacks() -> str:
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(
+        f"thread {names.get(ident, ident)}:\n{''.join(traceback.format_stack(frame))}"
+        for ident, frame in sys._current_frames().items()
+    )
