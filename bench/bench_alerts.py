@@ -36,6 +36,7 @@ def main() -> None:
     from consumers.alerts.models import Alert, AlertRule, Channel
     from consumers.jobs.redis_client import get_redis
     from consumers.live import snapshots
+    from consumers.live import window as windows
     from consumers.live.config import default_thresholds
     from consumers.live.health import evaluate as judge_health
     from consumers.models import Cluster
@@ -56,7 +57,7 @@ def main() -> None:
         with mock.patch("consumers.alerts.tasks.deliver.delay"), mock.patch("consumers.live.publish.announce"):
             docs = publish(cluster, get_redis(), [group(f"g-{i:05d}", lag=i % 97) for i in range(args.groups)])
         meta = snapshots.read_meta(get_redis(), cluster.pk)
-        window = snapshots.read_window(get_redis(), cluster.pk, since=0)
+        window = windows.read(get_redis(), cluster.pk, since=0)
         thresholds = default_thresholds()
         samples = {g: window.get(g, []) for g in docs}
 

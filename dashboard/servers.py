@@ -44,7 +44,18 @@ def web_options(args: argparse.Namespace) -> dict:
         # gunicorn's control socket is one fixed path per user ($HOME/.gunicorn/gunicorn.ctl):
         # a second server of that user (the demo beside the tests) would take it over
         "control_socket_disable": True,
+        "post_worker_init": _keep_rows_warm,
     }
+
+
+def _keep_rows_warm(worker) -> None:
+    """In each web process: the groups list's rows made again as soon as a poll lands (live/rows.py)."""
+    from django.conf import settings
+
+    from consumers.jobs.redis_client import get_redis
+    from consumers.live import rows
+
+    rows.keep_warm(settings.GROUPS_LIST_WARM_SECONDS, get_redis)
 
 
 def serve(args: argparse.Namespace) -> None:

@@ -381,3 +381,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     if database["ENGINE"].endswith("sqlite3"):
         database["TEST"] = {**database.get("TEST", {}), "NAME": str(SESSION_DIR / "test-db.sqlite3")}
         database.setdefault("OPTIONS", {})["timeout"] = 30
+
+
+@pytest.fixture(autouse=True)
+def _fresh_kept_rows():
+    """Each test starts with no groups-list rows kept by this process (live/rows.py, and the index
+    decoded by snapshots.read_index): a rolled-back database gives the next test's clusters the
+    same ids."""
+    from consumers.live import rows, snapshots
+
+    rows.forget()
+    snapshots._decoded.clear()
+    yield

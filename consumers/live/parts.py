@@ -36,10 +36,11 @@ from ..rocketmq.models import MessageQueue
 from ..rocketmq.positions import GroupProgress, Problem
 from ..rocketmq.proxies import ProxyStatus
 from ..rocketmq.snapshot import Listing, list_cluster, read_listing
-from . import building, notes, reading, snapshots
+from . import building, notes, reading, snapshots, window
+from .config import default_thresholds
 from .documents import GroupDocument
 from .polllock import PollLock
-from .publish import PollReading, build_documents
+from .publish import PollReading, build_documents, judge
 from .retention import BrokerRetention, RetentionFacts
 from .stages import Stages
 
@@ -101,13 +102,14 @@ class Part:
 class PartResult:
     """A part's documents and what the whole poll needs of its reading."""
 
-    documents: dict[str, GroupDocument]
+    documents: dict[str, GroupDocument]  # judged (health, drain, retention), their samples in the window
     safe_from: dict[MessageQueue, int | str] = field(default_factory=dict)
     retention: dict[str, BrokerRetention] = field(default_factory=dict)  # per broker, as this part read it
     proxies: dict[str, ProxyStatus] = field(default_factory=dict)
     proxy_groups: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None  # the part could not be read: its groups carried over
+    window_id: str | None = None  # the merged result's: the poll's, its parts' samples under it
 
     def to_wire(self) -> str:
         return json.dumps({
@@ -282,6 +284,7 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
     if cursor is not None:
         reading.remember_cursor(redis, cluster, cursor, part=part.index)
     documents = build_documents(found, snapshots.LazyDetails(redis, cluster.pk), part.unreachable)
+    judge_part(cluster, part, documents, found.retention, redis)
     return PartResult(
         documents=documents,
         safe_from=found.retention.safe_from if found.retention else {},
@@ -290,6 +293,17 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         proxy_groups=asked,
         seconds=time.monotonic() - started,
     )
+
+
+def judge_part(cluster: Cluster, part: Part, documents: dict[str, GroupDocument], retention, redis) -> None:
+    """The part's groups judged here, on their own samples in the window, and this poll's samples
+    written beside the other parts' (window.py): the lock holder judges none of them again."""
+    samples = {group: building.sample(doc, part.polled_at) for group, doc in documents.items()}
+    overrides = {o.group: o.as_overrides() for o in cluster.health_overrides.all()}
+    judge(cluster, documents, samples, default_thresholds(), overrides, redis, part.polled_at, retention)
+    pipe = redis.pipeline(transaction=False)
+    window.write_range(pipe, cluster.pk, part.poll_id, samples)
+    pipe.execute()
 
 
 async def read_part(
@@ -318,7 +332,7 @@ def _missing(part: Part, why: str) -> PartResult:
 
 def _merge(cluster: Cluster, parts: list[Part], results: dict[int, PartResult], redis) -> tuple[dict, PartResult]:
     documents: dict[str, GroupDocument] = {}
-    merged = PartResult(documents={})
+    merged = PartResult(documents={}, window_id=parts[0].poll_id)
     previous = snapshots.LazyDetails(redis, cluster.pk)
     for part in parts:
         result = results[part.index]

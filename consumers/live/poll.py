@@ -100,7 +100,7 @@ def _read_in_parts(cluster: Cluster, listed: Listed, redis, polled_at: float, de
         reading.remember_proxy_groups(redis, cluster, sorted(set(merged.proxy_groups)))
     found = PollReading(snapshot=listed.listing.snapshot({}, merged.proxies), polled_at=polled_at, stages=stages,
                         retention=parts.retention_of(merged), in_flight=listed.in_flight[0],
-                        in_flight_note=listed.in_flight[1])  # fmt: skip
+                        in_flight_note=listed.in_flight[1], window_id=merged.window_id)  # fmt: skip
     return found, built, known
 
 

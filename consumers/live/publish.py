@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from django.conf import settings
 from ..models import Cluster
 from ..rocketmq import ClusterSnapshot
 from . import building, documents, snapshots
+from . import window as windows
 from .brokers import BrokerReport
 from .config import history_spool
 from .documents import BrokerState, ClusterMeta, GroupDocument
@@ -52,6 +54,8 @@ class PollReading:
     # the proxies' states as the read judged them (restart times against the previous poll's);
     # None: worked out when published
     proxies: list | None = None
+    # a split poll's id: its parts wrote their groups' health samples under it (window.py)
+    window_id: str | None = None
 
 
 @dataclass
@@ -78,7 +82,8 @@ def publish_poll(
     built: dict[str, GroupDocument] | None = None,
 ) -> PollResult:
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start.
-    `built`: documents the parts of a split poll built (parts.py), beside the reading's own."""
+    `built`: documents the parts of a split poll built and judged (parts.py), beside the
+    reading's own; their samples are in the window under the reading's window_id already."""
     snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
     unreachable = brokers.unreachable()
     with stages.timing("previous documents"):
@@ -92,9 +97,11 @@ def publish_poll(
         docs.update(built or {})
         docs.update(_unlisted(previous, docs, snapshot, unreachable))
         building.mark_retry_topic_groups(docs)
-        samples = {group: building.sample(doc, polled_at) for group, doc in docs.items()}
+        here = {group: doc for group, doc in docs.items() if group not in (built or {})}  # judged here
+        samples = {group: building.sample(doc, polled_at) for group, doc in here.items()}
     with stages.timing("health"):
-        window = _judge(cluster, docs, samples, thresholds, overrides, redis, polled_at, reading.retention)
+        judged = judge(cluster, here, samples, thresholds, overrides, redis, polled_at, reading.retention)
+        window = AlertWindow(judged, redis, cluster.pk, since=polled_at - _longest(thresholds, overrides))
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
     old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = reading.proxies
@@ -126,7 +133,8 @@ def publish_poll(
     # the Redis write is the one stage the meta cannot time (it is in it): the result has it
     meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
     with stages.timing("Redis write"):
-        snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at)
+        snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at,
+                             window_id=reading.window_id)  # fmt: skip
     with stages.timing("announce"):
         announce(cluster=cluster, meta=meta, documents=docs, window=window, polled_at=polled_at)
     duration = time.monotonic() - started
@@ -196,7 +204,7 @@ def _unlisted(
     }
 
 
-def _judge(
+def judge(
     cluster: Cluster,
     docs: dict[str, GroupDocument],
     samples: dict,
@@ -206,9 +214,11 @@ def _judge(
     polled_at: float,
     retention: RetentionFacts | None = None,
 ) -> dict[str, list[Sample]]:
-    """Set each document's health and drain forecast; returns the samples each was judged on, newest last."""
-    longest = max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
-    window = snapshots.read_window(redis, cluster.pk, since=polled_at - longest)
+    """Set each document's health and drain forecast, on its samples in the window (only these
+    groups' are read); returns the samples each was judged on, newest last."""
+    if not docs:
+        return {}
+    window = windows.read(redis, cluster.pk, since=polled_at - _longest(base, overrides), groups=sorted(docs))
     judged = {}
     for group, doc in docs.items():
         thresholds = base.with_overrides(overrides.get(group, {}))
@@ -219,3 +229,33 @@ def _judge(
         doc.retention, risk = judge_retention(doc, retention, polled_at, settings.RETENTION_HORIZON_SECONDS)
         doc.set_health(health.adding(Finding("RETENTION_RISK", risk)) if risk else health)
     return judged
+
+
+def _longest(base: Thresholds, overrides: dict[str, dict]) -> float:
+    return max([base.window_seconds] + [o.get("window_seconds") or 0 for o in overrides.values()])
+
+
+class AlertWindow(Mapping):
+    """Each group's samples for the alerts' rates (signals.poll_published's `window`): those of the
+    groups judged in this process, and the others' (judged by a split poll's parts) read from the
+    window only if a rule asks for one."""
+
+    def __init__(self, judged: dict[str, list[Sample]], redis, cluster_id: int, *, since: float):
+        self.judged, self.redis, self.cluster_id, self.since = judged, redis, cluster_id, since
+        self._rest: dict[str, list[Sample]] | None = None
+
+    def _others(self) -> dict[str, list[Sample]]:
+        if self._rest is None:
+            self._rest = windows.read(self.redis, self.cluster_id, since=self.since)
+        return self._rest
+
+    def __getitem__(self, group: str) -> list[Sample]:
+        if group in self.judged:
+            return self.judged[group]
+        return self._others()[group]
+
+    def __iter__(self):
+        return iter({**self._others(), **self.judged})
+
+    def __len__(self) -> int:
+        return len({**self._others(), **self.judged})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import heapq
+import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,24 +22,12 @@ from django.utils.translation import gettext_noop
 from ..identity import Scope
 from ..languages.evidence import register_formats
 from ..models import Cluster
-from . import charts, rebalance, snapshots
+from . import charts, rebalance, rows, snapshots
 from .config import history_store, stale_after
 from .documents import ClusterMeta, GroupDocument, ProxyState
-from .forecast import sort_value as drain_sort_value
 from .health import SEVERITY
-
-SORT_KEYS = {
-    "lag": lambda r: r.summary.get("lag"),
-    "lag_seconds": lambda r: r.summary.get("lag_seconds"),
-    "tps": lambda r: r.summary.get("consume_tps"),
-    "retry": lambda r: r.summary.get("retry_lag"),
-    "dlq": lambda r: r.summary.get("dlq_count"),
-    "drain": lambda r: drain_sort_value(r.summary.get("drain")),
-    "health": lambda r: SEVERITY.index(r.health),
-    "age": lambda r: r.age,
-    "group": lambda r: r.summary["group"].lower(),
-    "cluster": lambda r: r.cluster.name,
-}
+from .rows import SORT_KEYS, GroupRow
+from .rows import ordered as _ordered
 
 # kept in English like the health evidence (consumers/live/health.py), shown translated
 STALE_DATA = gettext_noop("stale data: %(reason)s")
@@ -156,28 +144,6 @@ class ClusterState:
         return self.meta.status
 
 
-@dataclass
-class GroupRow:
-    """A group's summary as the list shows it: staleness and health already judged by age.
-
-    A stale row of `group_rows` keeps its index entry as it is and `judged` (the cluster's
-    meta and the time it was judged at): `with_summaries` writes the reason into the rows it
-    shows. Judging every row's reason was most of a 10,000-group list's time once its data
-    had aged."""
-
-    cluster: Cluster
-    summary: dict
-    age: float | None
-    stale: bool
-    judged: tuple | None = None
-
-    @property
-    def health(self) -> str:
-        if self.stale:
-            return "UNKNOWN"
-        return (self.summary.get("health") or {}).get("state", "UNKNOWN")
-
-
 def _row(cluster: Cluster, summary: dict, fresh: Freshness) -> GroupRow:
     if fresh.stale:
         summary = {**summary, "stale": True, "stale_reason": fresh.reason, "health": unknown_health(fresh.reason)}
@@ -233,26 +199,27 @@ def _scoped_proxy(proxy: ProxyState, sees) -> ProxyState:
 def group_rows(redis, clusters: list[Cluster], metas: dict | None = None, scope: Scope | None = None) -> list[GroupRow]:
     """Every group of `clusters` (that `scope` sees) as the list sorts and filters them: each
     row's summary is its index entry (snapshots.INDEX_FIELDS), until `with_summaries` reads the
-    whole one for the rows that are shown (`metas`: the clusters' metas, if read)."""
-    ids = [c.pk for c in clusters]
-    entries = snapshots.read_index(redis, ids)
-    metas = snapshots.read_metas(redis, ids) if metas is None else metas
-    now = time.time()
-    rows = []
-    for cluster in clusters:
-        meta = metas.get(cluster.pk)
-        limit = stale_after(cluster.poll_interval, meta.groups if meta else None)
-        shown = entries[cluster.pk]
-        if scope is not None and not scope.everything:
-            sees = scope.group_test(cluster.name)
-            shown = [entry for entry in shown if sees(entry["group"])]
-        for entry in shown:
-            as_of, reason = entry.get("as_of"), entry.get("stale_reason")
-            age = None if as_of is None else now - as_of
-            # stale as freshness() would say (reason, never read, or too old), judged per cluster
-            stale = as_of is None or bool(reason) or age > limit
-            rows.append(GroupRow(cluster, entry, age, stale, (meta, now) if stale else None))
-    return rows
+    whole one for the rows that are shown (`metas`: the clusters' metas, if read). Shared rows
+    (live/rows.py): read them, never change them."""
+    return _scoped([row for kept in rows.current(redis, clusters, metas) for row in kept.rows], scope)
+
+
+def _scoped(found: list[GroupRow], scope: Scope | None) -> list[GroupRow]:
+    """The rows `scope` sees, in their order."""
+    return found if scope is None or scope.everything else list(_scoped_lazily(found, scope))
+
+
+def _scoped_lazily(found: list[GroupRow], scope: Scope | None):
+    if scope is None or scope.everything:
+        yield from found
+        return
+    tests = {}
+    for row in found:
+        sees = tests.get(row.cluster.pk)
+        if sees is None:
+            sees = tests[row.cluster.pk] = scope.group_test(row.cluster.name)
+        if sees(row.summary["group"]):
+            yield row
 
 
 def with_summaries(redis, rows: list[GroupRow]) -> list[GroupRow]:
@@ -263,16 +230,17 @@ def with_summaries(redis, rows: list[GroupRow]) -> list[GroupRow]:
     for row in rows:
         by_cluster.setdefault(row.cluster.pk, []).append(row.summary["group"])
     found = {pk: snapshots.read_summaries(redis, pk, groups) for pk, groups in by_cluster.items()}
-    whole = []
+    whole, now = [], time.time()
     for row in rows:
         summary = found[row.cluster.pk].get(row.summary["group"], row.summary)
+        as_of = row.summary.get("as_of")
         if row.stale and row.judged is not None:
-            meta, now = row.judged
-            as_of, reason = row.summary.get("as_of"), row.summary.get("stale_reason")
+            (meta,) = row.judged
+            reason = row.summary.get("stale_reason")
             row = _row(row.cluster, summary, freshness(as_of, reason, cluster=row.cluster, meta=meta, now=now))
             whole.append(row)
-        else:
-            whole.append(GroupRow(row.cluster, summary, row.age, row.stale))
+        else:  # the age now: the rows are kept from one poll to the next (live/rows.py)
+            whole.append(GroupRow(row.cluster, summary, None if as_of is None else now - as_of, row.stale))
     return whole
 
 
@@ -280,19 +248,24 @@ def overview(redis, clusters: list[Cluster], *, top: int = 10, scope: Scope | No
     """The home page: cluster states, health counts and the groups most behind, in one read
     (of the groups `scope` sees)."""
     metas = snapshots.read_metas(redis, [c.pk for c in clusters])
-    rows = group_rows(redis, clusters, metas, scope)
-    counts = Counter(row.health for row in rows)
+    kept = rows.current(redis, clusters, metas)
     now = time.time()
     states = [ClusterState(c, metas.get(c.pk), now) for c in clusters]
-    if scope is not None and not scope.everything:
-        per_cluster = Counter(row.cluster.pk for row in rows)
+    if scope is None or scope.everything:
+        counts = sum((k.health_counts for k in kept), Counter())
+        total = sum(len(k.rows) for k in kept)
+    else:
+        seen = _scoped([row for k in kept for row in k.rows], scope)
+        counts, total = Counter(row.health for row in seen), len(seen)
+        per_cluster = Counter(row.cluster.pk for row in seen)
         for state in states:
             state.visible_groups = per_cluster[state.cluster.pk]
+    most_behind = _scoped_lazily(rows.in_order(kept, "lag", True), scope)
     return Overview(
         states=states,
-        top=with_summaries(redis, _ordered(rows, "lag", descending=True, first=top)),
+        top=with_summaries(redis, list(itertools.islice(most_behind, top))),
         health_counts=[(state, counts[state]) for state in SEVERITY if counts[state]],
-        total=len(rows),
+        total=total,
     )
 
 
@@ -327,16 +300,18 @@ def group_page(
         c for c in (Cluster.objects.all() if clusters is None else clusters) if not cluster or c.name == cluster
     ]
     needle, topic = query.strip().lower(), topic.strip()
-    rows = [
-        r
-        for r in group_rows(redis, clusters, scope=scope)
-        if (not needle or needle in r.summary["group"].lower())
-        and (not topic or topic in (r.summary.get("topics") or []))
-        and (not health or r.health == health)
-    ]
+    # the rows in order, kept (live/rows.py), then those that pass: a subset of a sorted list is sorted
+    ordered = _scoped(rows.in_order(rows.current(redis, clusters), sort, descending), scope)
+    if needle or topic or health:
+        ordered = [
+            r
+            for r in ordered
+            if (not needle or needle in r.summary["group"].lower())
+            and (not topic or topic in (r.summary.get("topics") or []))
+            and (not health or r.health == health)
+        ]
     if idle_days is not None:
-        rows = _idle(redis, rows, idle_days * 86400, time.time())
-    ordered = _ordered(rows, sort, descending=descending)
+        ordered = _idle(redis, ordered, idle_days * 86400, time.time())
     pages = max(1, -(-len(ordered) // per_page))
     if cursor is not None:
         rest = [r for r in ordered if _comes_after(_place(r, sort), cursor, descending)]
@@ -362,23 +337,6 @@ def _idle(redis, rows: list[GroupRow], seconds: float, now: float) -> list[Group
         if row.summary.get("online") is False and start is not None and now - start >= seconds:
             kept.append(row)
     return kept
-
-
-def _ordered(rows: list[GroupRow], sort: str, *, descending: bool, first: int | None = None) -> list[GroupRow]:
-    """The rows in the list's order; with `first`, only that many from the top (without
-    sorting all of them: the overview shows 10 of maybe 10,000)."""
-    key = SORT_KEYS[sort]
-    keyed = [(key(r), r.summary["group"], r.cluster.name, r) for r in rows]  # each key computed once
-    known = [k for k in keyed if k[0] is not None]
-    unknown = [k for k in keyed if k[0] is None]  # unknown values go last whatever the direction
-    if first is not None:
-        pick = heapq.nlargest if descending else heapq.nsmallest
-        known = pick(first, known, key=lambda k: k[:3])  # (value, group, cluster) is unique: no ties
-        unknown = heapq.nsmallest(max(0, first - len(known)), unknown, key=lambda k: k[1:3])
-        return [k[3] for k in known] + [k[3] for k in unknown]
-    known.sort(key=lambda k: k[:3], reverse=descending)
-    unknown.sort(key=lambda k: k[1:3])
-    return [k[3] for k in known] + [k[3] for k in unknown]
 
 
 def _place(row: GroupRow, sort: str) -> dict:

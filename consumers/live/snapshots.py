@@ -5,7 +5,7 @@ Per cluster (by id):
     rmqc:<id>:index     JSON list, by group: what the groups list sorts and filters on
     rmqc:<id>:summaries hash: group -> JSON summary (the rows a page shows, /metrics)
     rmqc:<id>:detail    hash: group -> JSON detail document (the group page)
-    rmqc:<id>:window    list, newest first: {"t": poll time, "s": {group: health sample}}
+    rmqc:<id>:window    list, newest first, of the polls' health samples (window.py)
     rmqc:<id>:lagtime   hash: message store times (see lagtime.py)
     rmqc:<id>:due       set while the cluster's poll interval runs (see dispatch.py)
     rmqc:<id>:lock      held while a poll runs
@@ -18,11 +18,13 @@ known data stays, and pages show its age and the failure.
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
 
+from . import window
 from .documents import ClusterMeta, GroupDocument
 from .health import Sample
-
-WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
 
 
 def key(cluster_id: int, name: str) -> str:
@@ -41,18 +43,47 @@ def write_poll(
     documents: dict[str, GroupDocument],
     samples: dict[str, Sample],
     polled_at: float,
+    window_id: str | None = None,
 ) -> None:
+    """The poll, in one transaction. `samples`: those of the groups judged here (window.py); a
+    split poll's parts wrote theirs under `window_id` already."""
+    window_id = window_id or window.new_id()
     summaries = {g: d.summary() for g, d in documents.items()}
     pipe = redis.pipeline(transaction=True)
     pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
-    pipe.set(key(cluster_id, "index"), _dumps([index_entry(summaries[g]) for g in sorted(summaries)]))
+    pipe.set(key(cluster_id, "index"), _index_text([index_entry(summaries[g]) for g in sorted(summaries)]))
+    pipe.set(key(cluster_id, "index-version"), uuid.uuid4().hex)
     pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"), key(cluster_id, LEGACY_SUMMARIES))
     if documents:
         pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
         pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
-    pipe.lpush(key(cluster_id, "window"), _dumps({"t": polled_at, "s": {g: s.to_wire() for g, s in samples.items()}}))
-    pipe.ltrim(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)
+    window.write_range(pipe, cluster_id, window_id, samples)
+    window.push(redis, pipe, cluster_id, window_id, polled_at)
     pipe.execute()
+
+
+# The index is one JSON list with a line break after every INDEX_CHUNK entries (whitespace to
+# JSON): a web process decodes it a chunk at a time and lets its other threads run in between,
+# where one json.loads of 50,000 entries held the interpreter for 130 ms, and every request of
+# that process waited (live/rows.py decodes a new index beside the requests).
+INDEX_CHUNK = 1000
+
+
+def _index_text(entries: list[dict]) -> str:
+    chunks = (_dumps(entries[i : i + INDEX_CHUNK])[1:-1] for i in range(0, len(entries), INDEX_CHUNK))
+    return "[" + ",\n".join(chunks) + "]"
+
+
+def _index_entries(raw: bytes) -> list[dict]:
+    """Decoded a chunk at a time when written so (a raw line break is only ever between chunks:
+    JSON escapes those inside strings); otherwise at once."""
+    if b"\n" not in raw:
+        return json.loads(raw)
+    entries = []
+    for piece in raw.strip()[1:-1].split(b",\n"):
+        entries += json.loads(b"[" + piece + b"]")
+        time.sleep(0)  # the other threads' turn
+    return entries
 
 
 def write_meta(redis, cluster_id: int, meta: ClusterMeta) -> None:
@@ -97,10 +128,11 @@ def index_entry(summary: dict) -> dict:
     return entry
 
 
-# the last index decoded per cluster, with the bytes it came from: a poll replaces it every 15 s
-# or so, while the groups list (refreshed every 5 s by each viewer), the overview and /metrics
-# read it far more often; comparing the bytes read with the bytes decoded costs little.
-_decoded: dict[int, tuple[bytes, list[dict]]] = {}
+# the last index decoded per cluster, with the version the poll gave it (or, written without one,
+# the bytes it came from): a poll replaces it every 15 s or so, while the groups list (refreshed
+# every 5 s by each viewer), the overview and /metrics read it far more often. The version is
+# compared first, so an unchanged index of 50,000 groups (12 MB) is not even read.
+_decoded: dict[int, tuple[bytes, list[dict], int]] = {}  # cluster -> (version or bytes, entries, length)
 
 
 # Before the index, a poll wrote every summary in one JSON list under this key: read it until
@@ -110,24 +142,72 @@ LEGACY_SUMMARIES = "groups"
 
 def read_index(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
     """Each cluster's index entries (shared between callers: read them, never change them)."""
+    return read_index_or_kept(redis, cluster_ids, kept_ok=False)[0]
+
+
+def read_index_or_kept(redis, cluster_ids: list[int], *, kept_ok: bool = True) -> tuple[dict[int, list[dict]], set]:
+    """Each cluster's index entries, and the clusters whose index a poll has replaced since: with
+    `kept_ok`, the entries decoded before are given for those (when there are any) rather than
+    decoding the new ones here (live/rows.py: a thread of the process is making them)."""
     if not cluster_ids:
+        return {}, set()
+    pipe = redis.pipeline(transaction=False)
+    for c in cluster_ids:
+        pipe.get(key(c, "index-version"))
+        pipe.strlen(key(c, "index"))
+    answers = pipe.execute()
+    marks = dict(zip(cluster_ids, zip(answers[::2], answers[1::2], strict=True), strict=True))
+    found, behind, changed = {}, set(), []
+    for cluster_id, mark in marks.items():
+        cached = _decoded.get(cluster_id)
+        if _current(cached, *mark):
+            found[cluster_id] = cached[1]
+        elif kept_ok and cached is not None and mark[1]:
+            found[cluster_id] = cached[1]
+            behind.add(cluster_id)
+        else:
+            changed.append(cluster_id)
+    if changed:
+        with _decoding:  # one decode of a new index per process, not one per request waiting for it
+            found.update(_decode(redis, [c for c in changed if not _current(_decoded.get(c), *marks[c])]))
+            found.update({c: _decoded[c][1] for c in changed if c not in found})
+    return {c: found[c] for c in cluster_ids}, behind
+
+
+def _current(cached, version, length) -> bool:
+    # the length too: a writer without versions (an older release beside this one) replaces
+    # the index and leaves the version as it was
+    return bool(version and length and cached is not None and cached[0] == version and cached[2] == length)
+
+
+_decoding = threading.Lock()
+
+
+def _decode(redis, changed: list[int]) -> dict[int, list[dict]]:
+    if not changed:
         return {}
-    raws = redis.mget([key(c, "index") for c in cluster_ids])
-    unindexed = [c for c, raw in zip(cluster_ids, raws, strict=True) if not raw]
+    pipe = redis.pipeline(transaction=True)  # the index with its own version
+    for c in changed:
+        pipe.get(key(c, "index"))
+        pipe.get(key(c, "index-version"))
+    answers = pipe.execute()
+    raws, versions = answers[::2], answers[1::2]
+    unindexed = [c for c, raw in zip(changed, raws, strict=True) if not raw]
     if unindexed:
         legacy = dict(zip(unindexed, redis.mget([key(c, LEGACY_SUMMARIES) for c in unindexed]), strict=True))
-        raws = [raw or legacy[c] for c, raw in zip(cluster_ids, raws, strict=True)]
+        raws = [raw or legacy[c] for c, raw in zip(changed, raws, strict=True)]
     found = {}
-    for cluster_id, raw in zip(cluster_ids, raws, strict=True):
+    for cluster_id, raw, version in zip(changed, raws, versions, strict=True):
         cached = _decoded.get(cluster_id)
+        mark = version or raw  # an index written without a version is known by its bytes
         if not raw:
             found[cluster_id] = []
             _decoded.pop(cluster_id, None)
-        elif cached is not None and cached[0] == raw:
+        elif cached is not None and cached[0] == mark and cached[2] == len(raw):
             found[cluster_id] = cached[1]
         else:
-            found[cluster_id] = json.loads(raw)
-            _decoded[cluster_id] = (raw, found[cluster_id])
+            found[cluster_id] = _index_entries(raw)
+            _decoded[cluster_id] = (mark, found[cluster_id], len(raw))
     return found
 
 
@@ -170,31 +250,6 @@ class LazyDetails:
             raw = self.redis.hget(self.key, group)
             self.cache[group] = GroupDocument.from_wire(json.loads(raw)) if raw else None
         return self.cache[group]
-
-
-def read_window(redis, cluster_id: int, *, since: float) -> dict[str, list[Sample]]:
-    """Each group's samples newer than `since`, oldest first."""
-    inside = []
-    for raw in redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1):  # newest first
-        if _entry_time(raw) < since:
-            break  # and so is every older one: not decoded (an entry holds every group's sample)
-        inside.append(raw)
-    samples: dict[str, list[Sample]] = {}
-    for raw in reversed(inside):
-        for group, wire in json.loads(raw)["s"].items():
-            samples.setdefault(group, []).append(Sample.from_wire(wire))
-    return samples
-
-
-def _entry_time(raw: bytes | str) -> float:
-    """An entry's poll time without decoding its samples: write_poll puts "t" first."""
-    head = raw[:40].decode() if isinstance(raw, bytes) else raw[:40]
-    if head.startswith('{"t":'):
-        try:
-            return float(head[5 : head.index(",")])
-        except ValueError:
-            pass
-    return json.loads(raw)["t"]
 
 
 def last_online(redis, cluster_id: int) -> tuple[dict[str, float], float | None]:

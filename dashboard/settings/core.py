@@ -155,6 +155,13 @@ GC_THRESHOLDS = tuple(int(n) for n in env.list("GC_THRESHOLDS", default=["50000"
 if len(GC_THRESHOLDS) != 3 or min(GC_THRESHOLDS) < 1:
     raise ImproperlyConfigured(f"GC_THRESHOLDS needs three positive integers, not {GC_THRESHOLDS}")
 
+# How often (seconds) each web server process makes again, after a poll, the groups list's rows
+# and orders it was asked for (consumers/live/rows.py), so that the first request after a poll
+# does not pay for them; 0: never (the request that finds them out of date makes them).
+GROUPS_LIST_WARM_SECONDS = env.float("GROUPS_LIST_WARM_SECONDS", 0.5)
+if GROUPS_LIST_WARM_SECONDS < 0:
+    raise ImproperlyConfigured("GROUPS_LIST_WARM_SECONDS must be 0 or more")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

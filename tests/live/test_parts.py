@@ -7,6 +7,7 @@ Real parts: the session's RocketMQ cluster and its settled groups, Redis, and fo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
-from consumers.live import parts, snapshots
+from consumers.live import parts, snapshots, window
 from consumers.live.documents import GroupDocument, QueueRow
 from consumers.live.poll import poll_cluster
 from consumers.live.retention import BrokerRetention
@@ -88,6 +89,15 @@ def test_a_split_poll_reads_what_one_process_reads(db, redis, history_dir, names
         }
     assert not any("of the poll was not read" in (d.stale_reason or "") for d in snapshots.read_details(
         redis, cluster.pk).values())  # fmt: skip
+    # each part judged its groups, on the window the whole poll began (their samples of both polls),
+    # and wrote this poll's samples as a range of its own
+    newest = json.loads(redis.lindex(window.key(cluster.pk, "window"), 0))
+    assert len(redis.hkeys(newest["h"])) == len(sent) + 1
+    for consumer in settled.all:
+        health = snapshots.read_detail(redis, cluster.pk, consumer.group).health
+        assert health["state"] != "UNKNOWN" and health["covered_seconds"] > 0, (consumer.group, health)
+        samples = window.read(redis, cluster.pk, since=0, groups=[consumer.group])[consumer.group]
+        assert len(samples) == 2 and samples[-1].t == pytest.approx(snapshots.read_meta(redis, cluster.pk).polled_at)
     # no worker takes the parts (a busy pool): the poll's own process reads them all
     alone = poll_cluster(cluster, send=lambda *part: None)
     assert alone.status in ("ok", "degraded") and alone.groups >= whole.groups - 2

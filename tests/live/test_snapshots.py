@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from consumers.live import snapshots
+from consumers.live import snapshots, window
 from consumers.live.health import Sample
 
 
@@ -13,14 +13,42 @@ def sample(t: float, lag: int) -> dict:
 
 
 def test_the_window_reads_the_entries_since_oldest_first(redis):
-    key = snapshots.key(7, "window")
-    for t in (100.0, 115.0, 130.0, 145.0):
+    key = window.key(7, "window")
+    for t in (100.0, 115.0, 130.0, 145.0):  # entries written before ranges: every sample in them
         redis.lpush(key, snapshots._dumps({"t": t, "s": {"g": sample(t, int(t))}}))
     # an entry that does not put "t" first is still read by its decoded time
     redis.lpush(key, json.dumps({"s": {"g": sample(160.0, 160)}, "t": 160.0}))
-    window = snapshots.read_window(redis, 7, since=115.0)
-    assert [s.t for s in window["g"]] == [115.0, 130.0, 145.0, 160.0]
-    assert snapshots.read_window(redis, 7, since=161.0) == {}
+    found = window.read(redis, 7, since=115.0)
+    assert [s.t for s in found["g"]] == [115.0, 130.0, 145.0, 160.0]
+    assert window.read(redis, 7, since=161.0) == {}
+    # then polls that write ranges: a whole poll one, a split poll one per part
+    for t, ranges in ((175.0, [["g", "h", "x"]]), (190.0, [["a", "g"], ["h", "m"], ["x"]])):
+        poll = window.new_id()
+        pipe = redis.pipeline()
+        for names in ranges:
+            window.write_range(pipe, 7, poll, {n: Sample.from_wire(sample(t, len(n))) for n in names})
+        window.push(redis, pipe, 7, poll, t)
+        pipe.execute()
+    found = window.read(redis, 7, since=130.0)
+    assert [s.t for s in found["g"]] == [130.0, 145.0, 160.0, 175.0, 190.0]
+    assert [s.t for s in found["x"]] == [175.0, 190.0] and [s.t for s in found["a"]] == [190.0]
+    mine = window.read(redis, 7, since=130.0, groups=["h", "i"])  # a part's groups: theirs only
+    assert set(mine) == {"h"} and [s.t for s in mine["h"]] == [175.0, 190.0]
+
+
+def test_the_window_keeps_its_newest_entries_and_drops_the_ranges_of_the_others(redis, monkeypatch):
+    monkeypatch.setattr(window, "WINDOW_ENTRIES", 3)
+    hashes = []
+    for t in range(5):
+        poll = window.new_id()
+        hashes.append(window.hash_key(8, poll))
+        pipe = redis.pipeline()
+        window.write_range(pipe, 8, poll, {"g": Sample.from_wire(sample(float(t), t))})
+        window.push(redis, pipe, 8, poll, float(t))
+        pipe.execute()
+    assert [s.t for s in window.read(redis, 8, since=0)["g"]] == [2.0, 3.0, 4.0]
+    assert [bool(redis.exists(h)) for h in hashes] == [False, False, True, True, True]
+    assert redis.ttl(hashes[-1]) == -1  # published: kept until it ages out
 
 
 def test_a_poll_reads_a_previous_document_only_for_a_group_that_needs_one(redis, db, monkeypatch):
@@ -103,3 +131,16 @@ def test_summaries_written_before_the_index_are_listed_until_the_next_poll_remov
     publish(cluster, redis, [group("orders", lag=6)])
     assert redis.get(snapshots.key(cluster.pk, "groups")) is None
     assert selectors.group_page(redis, clusters=[cluster]).rows[0].summary["lag"] == 6
+
+
+def test_the_index_is_plain_json_written_and_read_in_chunks(redis, monkeypatch):
+    """Chunks of INDEX_CHUNK entries split by line breaks, which any JSON reader (an older release)
+    reads as one list; a group name with a line break in it stays inside its string."""
+    monkeypatch.setattr(snapshots, "INDEX_CHUNK", 3)
+    entries = [{"group": f"g-{i}\n,\n" if i == 4 else f"g-{i}", "lag": i} for i in range(8)]
+    text = snapshots._index_text(entries)
+    assert text.count("\n") == 2 and json.loads(text) == entries
+    assert snapshots._index_entries(text.encode()) == entries
+    assert snapshots._index_entries(b"[]") == snapshots._index_entries(snapshots._index_text([]).encode()) == []
+    redis.set(snapshots.key(9, "index"), text)
+    assert snapshots.read_index(redis, [9])[9] == entries

@@ -1,0 +1,123 @@
+"""The health window in Redis: every group's samples of the recent polls, which health and the
+drain forecast judge (publish.py) and the alerts' rates read.
+
+    rmqc:<id>:window            list, newest first: {"t": poll time, "h": the poll's hash}
+    rmqc:<id>:window:<poll id>  hash: "<first group>\\n<last group>" -> {group: sample} of that range
+
+A poll's samples are kept by ranges of group names: a whole poll writes one range, a split poll
+(parts.py) one per part, written by the worker that read and judged the part. A part judges its
+groups on the fields whose ranges overlap its own, so it decodes about its share of the window,
+not every group's samples (at 50,000 groups, that decoding was most of a poll's health stage).
+Entries written before ranges ({"t", "s": every sample}) are still read until they age out.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from .health import Sample
+
+WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
+UNPUBLISHED_SECONDS = 900  # a split poll's ranges, written before the poll is published, at most
+
+
+def key(cluster_id: int, name: str) -> str:
+    return f"rmqc:{cluster_id}:{name}"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def hash_key(cluster_id: int, window_id: str) -> str:
+    return key(cluster_id, f"window:{window_id}")
+
+
+def write_range(pipe, cluster_id: int, window_id: str, samples: dict[str, Sample]) -> None:
+    """These groups' samples as one range of the poll's entry (not part of the window until the
+    poll pushes its entry: `push`)."""
+    if not samples:
+        return
+    names = sorted(samples)
+    field = f"{names[0]}\n{names[-1]}"
+    wire = {g: samples[g].to_wire() for g in names}
+    pipe.hset(hash_key(cluster_id, window_id), field, json.dumps(wire, separators=(",", ":"), allow_nan=False))
+    pipe.expire(hash_key(cluster_id, window_id), UNPUBLISHED_SECONDS)
+
+
+def push(redis, pipe, cluster_id: int, window_id: str, polled_at: float) -> None:
+    """The poll's entry into the window (in the poll's transaction `pipe`), the oldest beyond
+    WINDOW_ENTRIES dropped with their ranges."""
+    dropped = redis.lrange(key(cluster_id, "window"), WINDOW_ENTRIES - 1, -1)
+    pipe.persist(hash_key(cluster_id, window_id))
+    pipe.lpush(key(cluster_id, "window"), json.dumps({"t": polled_at, "h": hash_key(cluster_id, window_id)}))
+    pipe.ltrim(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)
+    gone = [entry["h"] for entry in map(json.loads, dropped) if "h" in entry]
+    if gone:
+        pipe.delete(*gone)
+
+
+def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = None) -> dict[str, list[Sample]]:
+    """Each group's samples newer than `since`, oldest first; with `groups` (sorted), theirs only,
+    read from the ranges that overlap them."""
+    inside = []
+    for raw in redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1):  # newest first
+        if _entry_time(raw) < since:
+            break  # and so is every older one: not decoded
+        inside.append(raw)
+    inside.reverse()  # oldest first
+    wanted = set(groups) if groups is not None else None
+    span = (groups[0], groups[-1]) if groups else None
+    hashes = [_hash_of(raw) for raw in inside]
+    pipe = redis.pipeline(transaction=False)
+    for name in filter(None, hashes):
+        pipe.hkeys(name)
+    fields = iter(pipe.execute())
+    chosen = {}
+    for name in filter(None, hashes):
+        chosen[name] = [f for f in next(fields) if _overlaps(f, span)]
+    pipe = redis.pipeline(transaction=False)
+    for name in filter(None, hashes):
+        if chosen[name]:
+            pipe.hmget(name, chosen[name])
+    blobs = iter(pipe.execute())
+    samples: dict[str, list[Sample]] = {}
+    if groups is not None:
+        samples = {g: [] for g in groups}
+    for raw, name in zip(inside, hashes, strict=True):
+        if name is None:
+            parts = [json.loads(raw)["s"]]
+        else:
+            parts = [json.loads(blob) for blob in next(blobs) if blob] if chosen[name] else []
+        for part in parts:
+            for group, wire in part.items():
+                if wanted is None or group in wanted:
+                    samples.setdefault(group, []).append(Sample.from_wire(wire))
+    return {g: s for g, s in samples.items() if s}
+
+
+def _hash_of(raw: bytes | str) -> str | None:
+    """The entry's hash; None for an entry written before ranges (every sample in it: large)."""
+    if len(raw) > 1000:
+        return None
+    entry = json.loads(raw)
+    return entry["h"] if "h" in entry and "s" not in entry else None
+
+
+def _overlaps(field: bytes | str, span: tuple[str, str] | None) -> bool:
+    if span is None:
+        return True
+    first, last = (field.decode() if isinstance(field, bytes) else field).split("\n", 1)
+    return not (last < span[0] or first > span[1])
+
+
+def _entry_time(raw: bytes | str) -> float:
+    """An entry's poll time without decoding its samples: entries put "t" first."""
+    head = raw[:40].decode() if isinstance(raw, bytes) else raw[:40]
+    if head.startswith('{"t":'):
+        try:
+            return float(head[5 : head.index(",")])
+        except ValueError:
+            pass
+    return json.loads(raw)["t"]
