@@ -57,6 +57,9 @@ def main() -> None:
     parser.add_argument("--polls", type=int, default=6)
     parser.add_argument("--proxy", action="store_true", help="also poll with a proxy configured")
     parser.add_argument("--workers", type=int, default=0, help="also poll through N prefork worker processes")
+    parser.add_argument("--worker-polls", type=int, default=0,
+                        help="polls through the workers (default --polls); figures from the last --polls of them, "
+                             "once the window holds only the split polls' samples")  # fmt: skip
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.groups.split(","))
     _, redis = setup_django()
@@ -112,7 +115,8 @@ def main() -> None:
             size.peak_rss = _peak_rss()
             size.redis_bytes = _redis_bytes(get_redis(), cluster.pk)
             if args.workers:
-                _poll_through_workers(cluster, size, args.polls, args.workers)
+                _poll_through_workers(cluster, size, max(args.polls, args.worker_polls), args.workers)
+                size.pooled = size.pooled[-args.polls :]
             sizes.append(size)
     finally:
         if proxy is not None:

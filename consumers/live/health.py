@@ -104,8 +104,9 @@ class Sample:
     t: float
     online: bool | None
     lag: int | None  # subscribed topics, retry excluded
-    # lagging queues only (all stall detection needs): queue -> (consumer offset, lag)
-    queues: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # lagging queues only (all stall detection needs): queue -> (consumer offset, lag), a list once
+    # read back from the window (only unpacked and indexed: converting cost a third of reading it)
+    queues: dict[str, tuple[int, int] | list[int]] = field(default_factory=dict)
     consumed: int | None = None  # sum of all consumer offsets: moves whenever anything is consumed
     retry_offset: int | None = None  # sum of the retry queues' max offsets
     dlq: int | None = None  # messages in the DLQ
@@ -126,7 +127,7 @@ class Sample:
     def from_wire(cls, data: list) -> Sample:
         t, online, lag, queues, consumed, retry_offset, dlq, expired, complete, *rest = data
         return cls(
-            t, online, lag, {k: tuple(v) for k, v in queues.items()}, consumed, retry_offset, dlq, expired, complete,
+            t, online, lag, queues, consumed, retry_offset, dlq, expired, complete,
             rest[0] if rest else None,  # samples written before the allocation was kept have none
             bool(rest[1]) if len(rest) > 1 else False,
             list(rest[2]) if len(rest) > 2 and rest[2] else [],

@@ -109,7 +109,11 @@ class PartResult:
     proxy_groups: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None  # the part could not be read: its groups carried over
-    window_id: str | None = None  # the merged result's: the poll's, its parts' samples under it
+    # the merged result's: the poll's id (its parts' samples are under it in the window), and the
+    # groups the parts judged (not those carried over for a part not read: the poll judges them)
+    window_id: str | None = None
+    judged: set[str] = field(default_factory=set)
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the part's work
 
     def to_wire(self) -> str:
         return json.dumps({
@@ -120,6 +124,7 @@ class PartResult:
             "proxy_groups": self.proxy_groups,
             "seconds": self.seconds,
             "error": self.error,
+            "stages": self.stages,
         }, separators=(",", ":"), allow_nan=False)  # fmt: skip
 
     @classmethod
@@ -136,6 +141,7 @@ class PartResult:
             proxy_groups=data["proxy_groups"],
             seconds=data["seconds"],
             error=data["error"],
+            stages=data.get("stages") or {},
         )
 
 
@@ -283,8 +289,11 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         return result
     if cursor is not None:
         reading.remember_cursor(redis, cluster, cursor, part=part.index)
-    documents = build_documents(found, snapshots.LazyDetails(redis, cluster.pk), part.unreachable)
-    judge_part(cluster, part, documents, found.retention, redis)
+    stages = found.stages
+    with stages.timing("documents"):
+        documents = build_documents(found, snapshots.LazyDetails(redis, cluster.pk), part.unreachable)
+    with stages.timing("health"):
+        judge_part(cluster, part, documents, found.retention, redis)
     return PartResult(
         documents=documents,
         safe_from=found.retention.safe_from if found.retention else {},
@@ -292,6 +301,7 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         proxies=found.snapshot.proxies,
         proxy_groups=asked,
         seconds=time.monotonic() - started,
+        stages=dict(stages.seconds),
     )
 
 
@@ -337,11 +347,14 @@ def _merge(cluster: Cluster, parts: list[Part], results: dict[int, PartResult], 
     for part in parts:
         result = results[part.index]
         documents.update(result.documents)
+        merged.judged.update(result.documents)
         merged.safe_from.update(result.safe_from)
         for broker, facts in result.retention.items():
             merged.retention.setdefault(broker, facts)
         merged.proxy_groups += result.proxy_groups
         merged.seconds = max(merged.seconds, result.seconds)
+        for stage, seconds in result.stages.items():  # summed over the parts: work, not wall time
+            merged.stages[stage] = round(merged.stages.get(stage, 0.0) + seconds, 3)
         for address, status in result.proxies.items():
             held = merged.proxies.setdefault(address, ProxyStatus(address))
             held.error = held.error or status.error

@@ -96,11 +96,14 @@ def _read_in_parts(cluster: Cluster, listed: Listed, redis, polled_at: float, de
             in_flight=listed.in_flight,
             send=send,
         )
+    for stage, seconds in merged.stages.items():  # the parts' work, summed (parts.py)
+        stages.seconds[f"parts: {stage}"] = seconds
     if cluster.proxy_list:
         reading.remember_proxy_groups(redis, cluster, sorted(set(merged.proxy_groups)))
     found = PollReading(snapshot=listed.listing.snapshot({}, merged.proxies), polled_at=polled_at, stages=stages,
                         retention=parts.retention_of(merged), in_flight=listed.in_flight[0],
-                        in_flight_note=listed.in_flight[1], window_id=merged.window_id)  # fmt: skip
+                        in_flight_note=listed.in_flight[1], window_id=merged.window_id,
+                        judged_elsewhere=merged.judged)  # fmt: skip
     return found, built, known
 
 

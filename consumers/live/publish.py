@@ -54,8 +54,10 @@ class PollReading:
     # the proxies' states as the read judged them (restart times against the previous poll's);
     # None: worked out when published
     proxies: list | None = None
-    # a split poll's id: its parts wrote their groups' health samples under it (window.py)
+    # a split poll's id: its parts wrote their groups' health samples under it (window.py), and
+    # the groups they judged
     window_id: str | None = None
+    judged_elsewhere: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -82,8 +84,9 @@ def publish_poll(
     built: dict[str, GroupDocument] | None = None,
 ) -> PollResult:
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start.
-    `built`: documents the parts of a split poll built and judged (parts.py), beside the
-    reading's own; their samples are in the window under the reading's window_id already."""
+    `built`: documents the parts of a split poll built (parts.py), beside the reading's own;
+    those of the reading's `judged_elsewhere` have their health, and their samples in the window
+    under its window_id, already."""
     snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
     unreachable = brokers.unreachable()
     with stages.timing("previous documents"):
@@ -97,7 +100,8 @@ def publish_poll(
         docs.update(built or {})
         docs.update(_unlisted(previous, docs, snapshot, unreachable))
         building.mark_retry_topic_groups(docs)
-        here = {group: doc for group, doc in docs.items() if group not in (built or {})}  # judged here
+        elsewhere = reading.judged_elsewhere
+        here = {group: doc for group, doc in docs.items() if group not in elsewhere}  # judged here
         samples = {group: building.sample(doc, polled_at) for group, doc in here.items()}
     with stages.timing("health"):
         judged = judge(cluster, here, samples, thresholds, overrides, redis, polled_at, reading.retention)
@@ -134,7 +138,7 @@ def publish_poll(
     meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
     with stages.timing("Redis write"):
         snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at,
-                             window_id=reading.window_id)  # fmt: skip
+                             window_id=reading.window_id, keep_seconds=_longest(thresholds, overrides))  # fmt: skip
     with stages.timing("announce"):
         announce(cluster=cluster, meta=meta, documents=docs, window=window, polled_at=polled_at)
     duration = time.monotonic() - started

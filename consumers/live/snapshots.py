@@ -44,9 +44,10 @@ def write_poll(
     samples: dict[str, Sample],
     polled_at: float,
     window_id: str | None = None,
+    keep_seconds: float | None = None,
 ) -> None:
     """The poll, in one transaction. `samples`: those of the groups judged here (window.py); a
-    split poll's parts wrote theirs under `window_id` already."""
+    split poll's parts wrote theirs under `window_id` already; the window keeps `keep_seconds`."""
     window_id = window_id or window.new_id()
     summaries = {g: d.summary() for g, d in documents.items()}
     pipe = redis.pipeline(transaction=True)
@@ -58,7 +59,7 @@ def write_poll(
         pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
         pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
     window.write_range(pipe, cluster_id, window_id, samples)
-    window.push(redis, pipe, cluster_id, window_id, polled_at)
+    window.push(redis, pipe, cluster_id, window_id, polled_at, keep_seconds=keep_seconds)
     pipe.execute()
 
 

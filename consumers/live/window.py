@@ -46,16 +46,34 @@ def write_range(pipe, cluster_id: int, window_id: str, samples: dict[str, Sample
     pipe.expire(hash_key(cluster_id, window_id), UNPUBLISHED_SECONDS)
 
 
-def push(redis, pipe, cluster_id: int, window_id: str, polled_at: float) -> None:
-    """The poll's entry into the window (in the poll's transaction `pipe`), the oldest beyond
-    WINDOW_ENTRIES dropped with their ranges."""
-    dropped = redis.lrange(key(cluster_id, "window"), WINDOW_ENTRIES - 1, -1)
+def push(redis, pipe, cluster_id: int, window_id: str, polled_at: float, *, keep_seconds: float | None = None) -> None:
+    """The poll's entry into the window (in the poll's transaction `pipe`); entries older than
+    `keep_seconds` (the longest health window: no poll will judge on them again), and any beyond
+    WINDOW_ENTRIES, dropped with their ranges. At 50,000 groups an entry is about 3 MB: 120 of
+    them kept for a 5-minute window were most of the cluster's Redis memory."""
+    keep = _kept_entries(redis, cluster_id, polled_at - keep_seconds) if keep_seconds else WINDOW_ENTRIES - 1
+    dropped = redis.lrange(key(cluster_id, "window"), keep, -1)
     pipe.persist(hash_key(cluster_id, window_id))
     pipe.lpush(key(cluster_id, "window"), json.dumps({"t": polled_at, "h": hash_key(cluster_id, window_id)}))
-    pipe.ltrim(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1)
-    gone = [entry["h"] for entry in map(json.loads, dropped) if "h" in entry]
+    pipe.ltrim(key(cluster_id, "window"), 0, keep)
+    gone = [name for name in map(_hash_of, dropped) if name]
     if gone:
         pipe.delete(*gone)
+
+
+def _kept_entries(redis, cluster_id: int, cutoff: float, step: int = 16) -> int:
+    """How many of the newest entries are at or after `cutoff` (at most WINDOW_ENTRIES - 1). An
+    entry written before ranges (large) stops the count there: those age out by number."""
+    kept = 0
+    while kept < WINDOW_ENTRIES - 1:
+        chunk = redis.lrange(key(cluster_id, "window"), kept, kept + step - 1)
+        for raw in chunk:
+            if len(raw) > 1000 or _entry_time(raw) < cutoff:
+                return kept if len(raw) <= 1000 else WINDOW_ENTRIES - 1
+            kept += 1
+        if len(chunk) < step:
+            break
+    return min(kept, WINDOW_ENTRIES - 1)
 
 
 def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = None) -> dict[str, list[Sample]]:

@@ -79,6 +79,7 @@ def test_a_split_poll_reads_what_one_process_reads(db, redis, history_dir, names
     for worker in workers:
         worker.join(30)
     assert split.status in ("ok", "degraded") and "parts read" in split.stages, split.stages
+    assert {"parts: brokers read", "parts: documents", "parts: health"} <= set(split.stages), split.stages
     assert sent and sent == list(range(1, len(sent) + 1)) and len(sent) >= 2  # every part but the first
     assert split.groups >= whole.groups - 2  # other tests' groups come and go meanwhile
     for consumer in settled.all:
@@ -162,6 +163,9 @@ def test_a_part_whose_worker_is_killed_leaves_its_groups_stale_and_the_next_poll
         assert killed_mid_part, "every kill came after the part was posted"
         meta, docs, stale, lost, reason = killed_mid_part
         assert meta.status == "degraded" and stale == lost, (meta.status, sorted(stale ^ lost))
+        # judged by the poll itself (no part did): unknown, with why
+        assert all(docs[g].health["state"] == "UNKNOWN" and reason in docs[g].health["findings"][0]["evidence"]
+                   for g in lost), docs[min(lost)].health  # fmt: skip
         assert "claim lapsed" in docs[min(lost)].stale_reason
         killed_at = time.time()
         # the next poll: whole

@@ -144,3 +144,17 @@ def test_the_index_is_plain_json_written_and_read_in_chunks(redis, monkeypatch):
     assert snapshots._index_entries(b"[]") == snapshots._index_entries(snapshots._index_text([]).encode()) == []
     redis.set(snapshots.key(9, "index"), text)
     assert snapshots.read_index(redis, [9])[9] == entries
+
+
+def test_the_window_drops_the_entries_no_poll_will_judge_on_again(redis):
+    """Only the longest health window is kept (and WINDOW_ENTRIES at most): 120 entries of 50,000
+    samples would be most of the cluster's Redis memory."""
+    for t in range(0, 200, 15):
+        poll = window.new_id()
+        pipe = redis.pipeline()
+        window.write_range(pipe, 9, poll, {"g": Sample.from_wire(sample(float(t), t))})
+        window.push(redis, pipe, 9, poll, float(t), keep_seconds=60)
+        pipe.execute()
+    kept = [s.t for s in window.read(redis, 9, since=0)["g"]]
+    assert kept == [135.0, 150.0, 165.0, 180.0, 195.0]  # 195 and those of the 60 s up to it
+    assert len(list(redis.scan_iter(match="rmqc:9:window:*"))) == len(kept)
