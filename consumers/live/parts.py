@@ -117,7 +117,7 @@ class PartResult:
 
     def to_wire(self) -> str:
         return json.dumps({
-            "documents": {g: d.to_wire() for g, d in self.documents.items()},
+            "documents": {g: d.to_stored() for g, d in self.documents.items()},
             "safe_from": [[mq.topic, mq.broker_name, mq.queue_id, v] for mq, v in self.safe_from.items()],
             "retention": {b: dataclasses.asdict(r) for b, r in self.retention.items()},
             "proxies": {a: dataclasses.asdict(p) for a, p in self.proxies.items()},

@@ -57,7 +57,7 @@ def write_poll(
     pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"), key(cluster_id, LEGACY_SUMMARIES))
     if documents:
         pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
-        pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_wire()) for g, d in documents.items()})
+        pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_stored()) for g, d in documents.items()})
     window.write_range(pipe, cluster_id, window_id, samples)
     window.push(redis, pipe, cluster_id, window_id, polled_at, keep_seconds=keep_seconds)
     pipe.execute()

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from consumers.identity import Scope
-from consumers.identity.scope import Rule
+from consumers.identity import Rule, Scope
 from consumers.live import rows, selectors, snapshots
 from tests.support.published import group, publish
 

@@ -1,0 +1,43 @@
+"""A group's document as kept in Redis (`to_stored`): smaller than `to_wire`, read back the same,
+and the form written before (`to_wire`'s) still read."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from consumers.live.documents import QUEUE_FIELDS, GroupDocument, QueueRow
+
+
+def _queue(i: int, **changes) -> QueueRow:
+    values = {f.name: None for f in dataclasses.fields(QueueRow)}
+    values.update(topic="T", broker="broker-a", queue_id=i, retry=False, lag=i, consumer=10 - i, max=10, clients=["c1"])
+    return QueueRow(**{**values, **changes})
+
+
+def _document() -> GroupDocument:
+    doc = GroupDocument("orders", 1700000000.5, online=True, clients=1, lag=28, topics=["T"], health={"state": "OK"})
+    doc.queues = [_queue(i) for i in range(8)] + [_queue(0, topic="%RETRY%orders", retry=True, tag_lag=3)]
+    return doc
+
+
+def test_a_stored_document_reads_back_as_it_was():
+    doc = _document()
+    stored = json.dumps(doc.to_stored())
+    assert GroupDocument.from_wire(json.loads(stored)) == doc
+    assert len(stored) < 0.65 * len(json.dumps(doc.to_wire()))  # the queues' names once, no nulls
+
+
+def test_the_form_written_before_is_still_read():
+    doc = _document()
+    assert GroupDocument.from_wire(json.loads(json.dumps(doc.to_wire()))) == doc
+
+
+def test_a_queue_field_added_since_takes_its_default_and_one_removed_is_dropped():
+    doc = _document()
+    stored = doc.to_stored()
+    at = QUEUE_FIELDS.index("tag_lag_note")
+    stored["queue_fields"] = [*QUEUE_FIELDS[:at], *QUEUE_FIELDS[at + 1 :], "gone_since"]  # older: no tag_lag_note
+    stored["queues"] = [[*row[:at], *row[at + 1 :], "x"] for row in stored["queues"]]
+    back = GroupDocument.from_wire(json.loads(json.dumps(stored)))
+    assert back == doc and all(q.tag_lag_note is None for q in back.queues)
