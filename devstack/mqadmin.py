@@ -105,21 +105,34 @@ class MQAdmin:
             _check(argv, result)
         return result
 
-    def run_fresh(self, *args: str, timeout: float = 120, check: bool = True) -> MQAdminResult:
-        """Run mqadmin in a new JVM, as the mqadmin script does."""
+    def run_fresh(self, *args: str, timeout: float = 120, check: bool = True, attempts: int = 3) -> MQAdminResult:
+        """Run mqadmin in a new JVM, as the mqadmin script does. A run whose own request timed out
+        on the wire is run again (up to `attempts`): a cold JVM on loaded cores spends most of its
+        client's 3 s timeout starting (seen once in a full suite: "wait response on the channel
+        <namesrv> timeout, 654(ms)"), which says nothing of what the run was to check."""
         argv = [*args, "-n", self.namesrv_addr]
-        completed = subprocess.run(self._java(MQADMIN_MAIN, argv), capture_output=True, text=True, timeout=timeout)
-        # logback prints its status lines to stdout at start-up; they are not mqadmin output
-        out = "\n".join(line for line in completed.stdout.splitlines() if "|-" not in line[:40])
-        result = MQAdminResult(out, completed.stderr, 0)
+        result = self._fresh(argv, timeout)
+        for _ in range(attempts - 1):
+            if not _TRANSPORT_TIMEOUT.search(result.err):
+                break
+            result = self._fresh(argv, timeout)
         if check:
             _check(argv, result)
         return result
+
+    def _fresh(self, argv: list[str], timeout: float) -> MQAdminResult:
+        completed = subprocess.run(self._java(MQADMIN_MAIN, argv), capture_output=True, text=True, timeout=timeout)
+        # logback prints its status lines to stdout at start-up; they are not mqadmin output
+        out = "\n".join(line for line in completed.stdout.splitlines() if "|-" not in line[:40])
+        return MQAdminResult(out, completed.stderr, 0)
 
     def close(self) -> None:
         if self.process.alive():
             self.process.popen.stdin.close()
         self.process.stop(5)
+
+
+_TRANSPORT_TIMEOUT = re.compile(r"RemotingTimeoutException: wait response on the channel")
 
 
 def _check(argv: list[str], result: MQAdminResult) -> None:
