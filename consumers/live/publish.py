@@ -105,7 +105,8 @@ def publish_poll(
         samples = {group: building.sample(doc, polled_at) for group, doc in here.items()}
     with stages.timing("health"):
         judged = judge(cluster, here, samples, thresholds, overrides, redis, polled_at, reading.retention)
-        window = AlertWindow(judged, redis, cluster.pk, since=polled_at - _longest(thresholds, overrides))
+        longest = _longest(thresholds, overrides)  # what health looks back over: the window kept
+        window = AlertWindow(judged, redis, cluster.pk, since=polled_at - longest)
     incomplete = sum(1 for d in docs.values() if d.stale or d.problems)
     old_meta = snapshots.read_meta(redis, cluster.pk)
     proxies = reading.proxies
@@ -138,7 +139,7 @@ def publish_poll(
     meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
     with stages.timing("Redis write"):
         snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at,
-                             window_id=reading.window_id, keep_seconds=_longest(thresholds, overrides))  # fmt: skip
+                             window_id=reading.window_id, keep_seconds=longest)  # fmt: skip
     with stages.timing("announce"):
         announce(cluster=cluster, meta=meta, documents=docs, window=window, polled_at=polled_at)
     duration = time.monotonic() - started

@@ -25,10 +25,7 @@ import uuid
 from . import window
 from .documents import ClusterMeta, GroupDocument
 from .health import Sample
-
-
-def key(cluster_id: int, name: str) -> str:
-    return f"rmqc:{cluster_id}:{name}"
+from .window import key  # every key of a cluster: rmqc:<id>:<name>
 
 
 def _dumps(value) -> str:

@@ -23,6 +23,7 @@ UNPUBLISHED_SECONDS = 900  # a split poll's ranges, written before the poll is p
 
 
 def key(cluster_id: int, name: str) -> str:
+    """A cluster's key in Redis (snapshots.py lists them; it takes this one)."""
     return f"rmqc:{cluster_id}:{name}"
 
 
