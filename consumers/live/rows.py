@@ -133,16 +133,26 @@ def current(redis, clusters: list[Cluster], metas: dict | None = None, *, latest
         with _lock:
             kept = _kept.get(cluster.pk)
             _asked[cluster.pk] = cluster
-        usable = kept is not None and kept.entries is mine and now < kept.valid_until
-        if not (usable and (kept.token == token or cluster.pk in behind)):
+        # a cluster behind keeps the poll before's rows whatever the new meta says
+        if not _holds(kept, mine, None if cluster.pk in behind else token, now):
             with _making:  # one making at a time: a second one waits for it and finds it made
                 kept = _kept.get(cluster.pk)
-                if kept is None or kept.entries is not mine or kept.token != token or now >= kept.valid_until:
+                if not _holds(kept, mine, token, now):
                     kept = _made(cluster, mine, meta, token, now)
                     with _lock:
                         _kept[cluster.pk] = kept
         found.append(kept)
     return found
+
+
+def _holds(kept: ClusterRows | None, entries: list[dict], token: tuple | None, now: float) -> bool:
+    """Whether `kept` are the rows of these entries (and of `token`, unless None), not yet stale."""
+    return (
+        kept is not None
+        and kept.entries is entries
+        and (token is None or kept.token == token)
+        and now < kept.valid_until
+    )
 
 
 def in_order(kept: list[ClusterRows], sort: str, descending: bool) -> list[GroupRow]:
