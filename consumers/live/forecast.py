@@ -3,7 +3,10 @@ the health window's samples (least squares over every poll, not two points: two-
 extrapolation gives wildly inflated figures), and the time until the committed offset meets the
 growing max offset. The slowest queue decides the group's figure.
 
-- A queue whose lag does not shrink is "not at this rate": no figure, however large the lag.
+- A queue whose lag does not shrink is "not at this rate": no figure, however large the lag;
+  unless it is caught up: its lag no more than CAUGHT_UP_SECONDS of what its consumers take,
+  and not growing. That lag is messages in flight and offsets not yet committed, and the queue
+  keeps pace: 0 s, and a group whose every lagging queue is caught up is DRAINED.
 - The band is the fit's own spread: the drain rate plus or minus two standard errors; a band
   whose slow end does not drain at all has no upper bound ("may never drain").
 - Counters that go backwards (a reset) start the queue's series again, and when the rate
@@ -153,6 +156,7 @@ class QueueDrain:
     points: int = 0
     judged_seconds: float = 0.0
     reason: str | None = None
+    caught_up: bool = False  # keeping pace at a lag of what is in flight (CAUGHT_UP_SECONDS)
 
     @property
     def known(self) -> bool:
@@ -174,6 +178,7 @@ class QueueDrain:
             "points": self.points,
             "judged_seconds": round(self.judged_seconds, 1),
             "reason": self.reason,
+            "caught_up": self.caught_up,
         }
 
 
@@ -187,6 +192,7 @@ class Drain:
     queue: str | None = None  # the queue that decides (the slowest, or the one growing fastest)
     reason: str | None = None
     queues: list[QueueDrain] = field(default_factory=list)
+    caught_up: bool = False  # DRAINED with a lag: every lagging queue keeps pace (QueueDrain.caught_up)
 
     def to_wire(self) -> dict:
         return {
@@ -197,7 +203,15 @@ class Drain:
             "trend": self.trend,
             "queue": self.queue,
             "reason": self.reason,
+            "caught_up": self.caught_up,
         }
+
+
+# A lag this many seconds of consumption or less is in flight, not a backlog: a push consumer
+# commits its offsets every 5 s (the Java client's persistConsumerOffsetInterval), a POP or
+# simple consumer acks after processing, so a queue that keeps pace shows a committed offset up
+# to a few seconds behind. Twice the commit interval, so a poll just before a commit still counts.
+CAUGHT_UP_SECONDS = 10.0
 
 
 # Where "not at this rate" sorts: after every finite figure (a JSON number, for the list's cursors)
@@ -241,6 +255,8 @@ def forecast(samples: list[Sample], thresholds: Thresholds) -> Drain:
         reason = unjudged[0].reason if len(unjudged) == len(queues) else QUEUES_UNJUDGED % {"count": len(unjudged)}
         return Drain(UNKNOWN, trend=trend, reason=reason, queues=queues)
     slowest = max(queues, key=lambda q: q.seconds)
+    if slowest.seconds == 0:
+        return Drain(DRAINED, 0.0, 0.0, 0.0, trend=trend, queues=queues, caught_up=True)
     high = None if any(q.high is None for q in queues) else max(q.high for q in queues)
     return Drain(
         DRAINING, slowest.seconds, max(q.low for q in queues), high, trend=trend, queue=slowest.queue, queues=queues
@@ -280,6 +296,10 @@ def _queue(label: str, window: list[Sample], needed: int) -> QueueDrain:
     found.consume_rate, found.produce_rate = consume_rate, produce_rate
     found.judged_seconds = lag.seconds
     rate = -lag.slope  # messages drained per second, net of what arrives
+    if rate <= 0 and found.lag <= consume_rate * CAUGHT_UP_SECONDS and lag.slope <= 2 * lag.se:
+        found.seconds = found.low = found.high = 0.0
+        found.caught_up = True
+        return found
     if rate <= 0:
         return found  # not at this rate
     found.seconds = found.lag / rate

@@ -39,6 +39,7 @@ from ..rocketmq.snapshot import Listing, list_cluster, read_listing
 from . import building, notes, reading, snapshots, window
 from .config import default_thresholds
 from .documents import GroupDocument
+from .jsonwire import dumps
 from .polllock import PollLock
 from .publish import PollReading, build_documents, judge
 from .retention import BrokerRetention, RetentionFacts
@@ -115,8 +116,8 @@ class PartResult:
     judged: set[str] = field(default_factory=set)
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the part's work
 
-    def to_wire(self) -> str:
-        return json.dumps({
+    def to_wire(self) -> bytes:
+        return dumps({
             "documents": {g: d.to_stored() for g, d in self.documents.items()},
             "safe_from": [[mq.topic, mq.broker_name, mq.queue_id, v] for mq, v in self.safe_from.items()],
             "retention": {b: dataclasses.asdict(r) for b, r in self.retention.items()},
@@ -125,7 +126,7 @@ class PartResult:
             "seconds": self.seconds,
             "error": self.error,
             "stages": self.stages,
-        }, separators=(",", ":"), allow_nan=False)  # fmt: skip
+        })  # fmt: skip
 
     @classmethod
     def from_wire(cls, raw: str | bytes) -> PartResult:

@@ -3,14 +3,13 @@
 Per cluster (by id):
     rmqc:<id>:meta      JSON: when the last poll ran, how it went, brokers, problems
     rmqc:<id>:index     JSON list, by group: what the groups list sorts and filters on
-    rmqc:<id>:summaries hash: group -> JSON summary (the rows a page shows, /metrics)
-    rmqc:<id>:detail    hash: group -> JSON detail document (the group page)
+    rmqc:<id>:detail    hash: group -> JSON document (the group page; the rows a page shows)
     rmqc:<id>:window    list, newest first, of the polls' health samples (window.py)
     rmqc:<id>:lagtime   hash: message store times (see lagtime.py)
     rmqc:<id>:due       set while the cluster's poll interval runs (see dispatch.py)
     rmqc:<id>:lock      held while a poll runs
 
-A successful poll replaces meta, index, summaries, detail and pushes one window entry in a single
+A successful poll replaces meta, index, detail and pushes one window entry in a single
 transaction, so a reader never sees half a poll. A failed poll only updates meta: the last
 known data stays, and pages show its age and the failure.
 """
@@ -25,11 +24,8 @@ import uuid
 from . import window
 from .documents import ClusterMeta, GroupDocument
 from .health import Sample
+from .jsonwire import dumps as _dumps
 from .window import key  # every key of a cluster: rmqc:<id>:<name>
-
-
-def _dumps(value) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def write_poll(
@@ -46,14 +42,12 @@ def write_poll(
     """The poll, in one transaction. `samples`: those of the groups judged here (window.py); a
     split poll's parts wrote theirs under `window_id` already; the window keeps `keep_seconds`."""
     window_id = window_id or window.new_id()
-    summaries = {g: d.summary() for g, d in documents.items()}
     pipe = redis.pipeline(transaction=True)
     pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
-    pipe.set(key(cluster_id, "index"), _index_text([index_entry(summaries[g]) for g in sorted(summaries)]))
+    pipe.set(key(cluster_id, "index"), _index_text([index_entry(documents[g].summary()) for g in sorted(documents)]))
     pipe.set(key(cluster_id, "index-version"), uuid.uuid4().hex)
-    pipe.delete(key(cluster_id, "summaries"), key(cluster_id, "detail"), key(cluster_id, LEGACY_SUMMARIES))
+    pipe.delete(key(cluster_id, "detail"), *(key(cluster_id, name) for name in LEGACY))
     if documents:
-        pipe.hset(key(cluster_id, "summaries"), mapping={g: _dumps(s) for g, s in summaries.items()})
         pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_stored()) for g, d in documents.items()})
     window.write_range(pipe, cluster_id, window_id, samples)
     window.push(redis, pipe, cluster_id, window_id, polled_at, keep_seconds=keep_seconds)
@@ -67,9 +61,9 @@ def write_poll(
 INDEX_CHUNK = 1000
 
 
-def _index_text(entries: list[dict]) -> str:
+def _index_text(entries: list[dict]) -> bytes:
     chunks = (_dumps(entries[i : i + INDEX_CHUNK])[1:-1] for i in range(0, len(entries), INDEX_CHUNK))
-    return "[" + ",\n".join(chunks) + "]"
+    return b"[" + b",\n".join(chunks) + b"]"
 
 
 def _index_entries(raw: bytes) -> list[dict]:
@@ -136,6 +130,9 @@ _decoded: dict[int, tuple[bytes, list[dict], int]] = {}  # cluster -> (version o
 # Before the index, a poll wrote every summary in one JSON list under this key: read it until
 # the cluster's first poll since (its summaries are whole entries), which removes it.
 LEGACY_SUMMARIES = "groups"
+# and, until the summaries were read from the documents, each in a hash of their own (a tenth of
+# the cluster's memory in Redis at 50,000 groups, for the 50 rows a page shows)
+LEGACY = (LEGACY_SUMMARIES, "summaries")
 
 
 def read_index(redis, cluster_ids: list[int]) -> dict[int, list[dict]]:
@@ -210,13 +207,15 @@ def _decode(redis, changed: list[int]) -> dict[int, list[dict]]:
 
 
 def read_summaries(redis, cluster_id: int, groups: list[str] | None = None) -> dict[str, dict]:
-    """The whole summaries of `groups` (None: all) that the last poll wrote."""
-    name = key(cluster_id, "summaries")
+    """The whole summaries of `groups` (None: all) that the last poll wrote, from their documents."""
+    name = key(cluster_id, "detail")
     if groups is None:
-        return {g.decode(): json.loads(s) for g, s in redis.hgetall(name).items()}
-    if not groups:
+        found = {g.decode(): d for g, d in redis.hgetall(name).items()}
+    elif not groups:
         return {}
-    return {g: json.loads(s) for g, s in zip(groups, redis.hmget(name, groups), strict=True) if s}
+    else:
+        found = dict(zip(groups, redis.hmget(name, groups), strict=True))
+    return {g: GroupDocument.from_wire(json.loads(d)).summary() for g, d in found.items() if d}
 
 
 def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:

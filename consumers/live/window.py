@@ -17,6 +17,7 @@ import json
 import uuid
 
 from .health import Sample
+from .jsonwire import dumps
 
 WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
 UNPUBLISHED_SECONDS = 900  # a split poll's ranges, written before the poll is published, at most
@@ -43,7 +44,7 @@ def write_range(pipe, cluster_id: int, window_id: str, samples: dict[str, Sample
     names = sorted(samples)
     field = f"{names[0]}\n{names[-1]}"
     wire = {g: samples[g].to_wire() for g in names}
-    pipe.hset(hash_key(cluster_id, window_id), field, json.dumps(wire, separators=(",", ":"), allow_nan=False))
+    pipe.hset(hash_key(cluster_id, window_id), field, dumps(wire))
     pipe.expire(hash_key(cluster_id, window_id), UNPUBLISHED_SECONDS)
 
 
@@ -55,7 +56,7 @@ def push(redis, pipe, cluster_id: int, window_id: str, polled_at: float, *, keep
     keep = _kept_entries(redis, cluster_id, polled_at - keep_seconds) if keep_seconds else WINDOW_ENTRIES - 1
     dropped = redis.lrange(key(cluster_id, "window"), keep, -1)
     pipe.persist(hash_key(cluster_id, window_id))
-    pipe.lpush(key(cluster_id, "window"), json.dumps({"t": polled_at, "h": hash_key(cluster_id, window_id)}))
+    pipe.lpush(key(cluster_id, "window"), dumps({"t": polled_at, "h": hash_key(cluster_id, window_id)}))
     pipe.ltrim(key(cluster_id, "window"), 0, keep)
     gone = [name for name in map(_hash_of, dropped) if name]
     if gone:

@@ -21,6 +21,8 @@ def drain_text(drain: dict | None) -> str:
         return gettext("unknown: no poll has made a forecast yet")
     # a queue's row (drain_queues) has no state of its own: a figure, or none and why
     state = drain.get("state") or (DRAINING if drain.get("seconds") is not None else None)
+    if drain.get("caught_up"):
+        return gettext("caught up: the lag left is in flight, and keeps pace")
     if state == DRAINED:
         return gettext("no lag")
     if state == NOT_DRAINING:

@@ -137,6 +137,36 @@ def test_a_lag_that_holds_still_is_steady():
     assert (drain.state, drain.trend) == (NOT_DRAINING, STEADY)
 
 
+def test_a_queue_keeping_pace_at_a_lag_of_what_is_in_flight_is_caught_up_not_never():
+    # 12.5/s produced and consumed; the committed offset trails by 1-2 messages (in flight, not
+    # yet committed): 2 <= 12.5 x 10 s, and the lag does not grow
+    polls = samples(*((t, {Q0: (int(12.5 * t), int(12.5 * t) + 1 + t // 15 % 2)}) for t in (0, 15, 30, 45)))
+    drain = forecast(polls, THRESHOLDS)
+    assert (drain.state, drain.seconds, drain.caught_up, drain.queue) == (DRAINED, 0.0, True, None)
+    (queue,) = drain.queues
+    assert (queue.seconds, queue.caught_up, queue.consume_rate) == (0.0, True, pytest.approx(12.5, rel=0.01))
+
+
+def test_a_caught_up_queue_does_not_hide_a_draining_one_nor_a_stuck_lag_of_one():
+    pace = {Q0: lambda t: (10 * t, 10 * t + 2)}
+    draining = {Q1: lambda t: (20 * t, 1000 + 10 * t)}  # 550 left at 45 s, 10/s net: 55 s
+    polls = samples(*((t, {q: f(t) for q, f in {**pace, **draining}.items()}) for t in (0, 15, 30, 45)))
+    drain = forecast(polls, THRESHOLDS)
+    assert (drain.state, drain.seconds, drain.queue, drain.caught_up) == (DRAINING, 55.0, Q1, False)
+    # one message nobody takes: no consumption, so a lag of 1 is not "in flight"
+    stuck = forecast(samples(*((t, {Q0: (500, 501)}) for t in (0, 15, 30, 45))), THRESHOLDS)
+    assert (stuck.state, stuck.caught_up) == (NOT_DRAINING, False)
+    # 10/s consumed, a lag of 200 that holds: 20 s of consumption, a backlog
+    behind = forecast(samples(*((t, {Q0: (10 * t, 200 + 10 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS)
+    assert behind.state == NOT_DRAINING
+
+
+def test_a_small_lag_that_grows_is_not_caught_up():
+    # 10/s consumed, 11/s produced: 1, 16, 31, 46 behind (under 10 s of consumption, but growing)
+    drain = forecast(samples(*((t, {Q0: (10 * t, 1 + 11 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS)
+    assert (drain.state, drain.caught_up, drain.trend) == (NOT_DRAINING, False, GROWING)
+
+
 def test_polls_older_than_the_window_do_not_count():
     old = [(t, {Q0: (t, 10_000)}) for t in (0, 15, 30)]  # 1/s, long ago
     new = [(t, {Q0: (1000 + 100 * (t - 400), 10_000)}) for t in (400, 415, 430)]
@@ -148,7 +178,7 @@ def test_polls_older_than_the_window_do_not_count():
 def test_the_wire_form_rounds_and_names_the_state():
     wire = forecast(samples(*((t, {Q0: (20 * t, 1000 + 10 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS).to_wire()
     assert wire == {"state": DRAINING, "seconds": 55.0, "low": 55.0, "high": 55.0, "trend": SHRINKING, "queue": Q0,
-                    "reason": None}  # fmt: skip
+                    "reason": None, "caught_up": False}  # fmt: skip
 
 
 def test_after_several_changes_the_newest_stretch_is_judged():

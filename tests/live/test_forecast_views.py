@@ -53,7 +53,8 @@ def test_the_groups_list_has_the_figure_and_sorts_by_it(viewer_client, east):
     data = viewer_client.get("/api/groups/?sort=drain&dir=desc").json()
     assert [g["group"] for g in data["groups"]] == ["stuck", "orders", "new"]
     assert data["groups"][1]["drain"] == {"state": "DRAINING", "seconds": 15.0, "low": 15.0, "high": 15.0,
-                                          "trend": "shrinking", "queue": "T@broker-a#0", "reason": None}  # fmt: skip
+                                          "trend": "shrinking", "queue": "T@broker-a#0", "reason": None,
+                                          "caught_up": False}  # fmt: skip
 
 
 def test_the_api_gives_each_queues_figures(viewer_client, east):
@@ -61,7 +62,7 @@ def test_the_api_gives_each_queues_figures(viewer_client, east):
     assert [q["queue"] for q in data["drain_queues"]] == [f"T@broker-a#{i}" for i in range(4)]
     assert data["drain_queues"][0] == {"queue": "T@broker-a#0", "lag": 25, "consume_rate": 1.667,
                                        "produce_rate": 0.0, "seconds": 15.0, "low": 15.0, "high": 15.0, "points": 3,
-                                       "judged_seconds": 30.0, "reason": None}  # fmt: skip
+                                       "judged_seconds": 30.0, "reason": None, "caught_up": False}  # fmt: skip
 
 
 def test_in_chinese(viewer_client, east):
@@ -70,6 +71,25 @@ def test_in_chinese(viewer_client, east):
     assert 'data-state="DRAINING">约 15 秒后（15 秒 – 15 秒）</b>' in html
     html = viewer_client.get("/groups/east/new/", **ZH).content.decode()
     assert "未知：历史不足：需要 3 次采集，只有 1 次" in html
+
+
+def test_a_group_keeping_pace_at_a_lag_of_what_is_in_flight_reads_caught_up(
+    db, redis, history_dir, monkeypatch, viewer_client
+):
+    # 100 produced and consumed a poll (25 a queue in 15 s: 1.7/s), 2 a queue not yet committed
+    cluster = Cluster.objects.create(name="west", namesrv_addrs="127.0.0.1:9876")
+    start = time.time() - 30
+    for i in range(3):
+        with monkeypatch.context() as patched:
+            patched.setattr(synthetic.time, "time", lambda i=i: start + 15 * i)
+            publish(cluster, redis, [group("pace", lag=8, top=1000 + 100 * i)])
+    html = viewer_client.get("/groups/west/pace/").content.decode()
+    assert 'data-state="DRAINED">caught up: the lag left is in flight, and keeps pace</b>' in html
+    row = html[html.index('data-queue="T@broker-a#0"') :].split("</tr>")[0]
+    assert "caught up: the lag left is in flight" in row and "not at this rate" not in row
+    html = viewer_client.get("/groups/west/pace/", **ZH).content.decode()
+    assert 'data-state="DRAINED">已追上：剩余堆积为处理中的消息，消费跟得上生产</b>' in html
+    assert viewer_client.get("/api/groups/west/pace/").json()["drain"]["caught_up"] is True
 
 
 def test_the_overview_shows_the_most_behind_with_their_figures(viewer_client, east):

@@ -139,9 +139,9 @@ def test_the_index_is_plain_json_written_and_read_in_chunks(redis, monkeypatch):
     monkeypatch.setattr(snapshots, "INDEX_CHUNK", 3)
     entries = [{"group": f"g-{i}\n,\n" if i == 4 else f"g-{i}", "lag": i} for i in range(8)]
     text = snapshots._index_text(entries)
-    assert text.count("\n") == 2 and json.loads(text) == entries
-    assert snapshots._index_entries(text.encode()) == entries
-    assert snapshots._index_entries(b"[]") == snapshots._index_entries(snapshots._index_text([]).encode()) == []
+    assert text.count(b"\n") == 2 and json.loads(text) == entries
+    assert snapshots._index_entries(text) == entries
+    assert snapshots._index_entries(b"[]") == snapshots._index_entries(snapshots._index_text([])) == []
     redis.set(snapshots.key(9, "index"), text)
     assert snapshots.read_index(redis, [9])[9] == entries
 
