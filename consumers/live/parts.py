@@ -5,10 +5,12 @@ its poll interval. A poll of more than ROCKETMQ_POLL_PART_GROUPS groups is there
 the task that holds the cluster's lock lists the groups (one probe of every broker), cuts the
 sorted names into contiguous parts, and sends a `poll_part` task for each part but the first,
 which it reads itself. A part is claimed with a heartbeat lock (polllock.PollLock) and read as a
-whole poll would read it (positions, DLQ sizes, lag seconds, tag lag, retention); its groups'
-documents go back through Redis as JSON. The lock holder then reads every part no worker has
-claimed (the pool is busy: it never waits for an idle queue), waits for the others until the
-poll's deadline, and publishes everything as one poll.
+whole poll would read it (positions, DLQ sizes, lag seconds, tag lag, retention), and judged;
+its groups' documents go into the poll's staging hash and their history rows back through Redis
+(staging.py), with a light form of each document (its summary) for the poll to index and alert
+on. The lock holder then reads every part no worker has claimed (the pool is busy: it never waits
+for an idle queue), waits for the others until the poll's deadline, and publishes everything as
+one poll.
 
 A part that failed, whose worker died (its claim lapsed without a result) or that missed the
 deadline leaves its groups as the last poll knew them, marked stale with why: the poll is
@@ -27,6 +29,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from django.conf import settings
 
 from ..clusters.connect import run_on_cluster
@@ -36,9 +39,10 @@ from ..rocketmq.models import MessageQueue
 from ..rocketmq.positions import GroupProgress, Problem
 from ..rocketmq.proxies import ProxyStatus
 from ..rocketmq.snapshot import Listing, list_cluster, read_listing
-from . import building, notes, reading, snapshots, window
+from . import building, notes, reading, snapshots, staging, window
 from .config import default_thresholds
 from .documents import GroupDocument
+from .history_rows import history_tables
 from .jsonwire import dumps
 from .polllock import PollLock
 from .publish import PollReading, build_documents, judge
@@ -47,8 +51,9 @@ from .stages import Stages
 
 log = logging.getLogger(__name__)
 
-KEEP_SECONDS = 600  # a poll's plan and results stay in Redis this long at most
+KEEP_SECONDS = staging.KEEP_SECONDS  # a poll's plan and results stay in Redis this long at most
 CLAIM_TTL = 6.0  # a part's claim lapses this long after its worker stopped beating
+HISTORY_TABLES = ("queue_offsets", "group_stats")  # what history_rows.history_tables makes
 
 
 def split(names: list[str], size: int) -> list[list[str]]:
@@ -103,7 +108,9 @@ class Part:
 class PartResult:
     """A part's documents and what the whole poll needs of its reading."""
 
-    documents: dict[str, GroupDocument]  # judged (health, drain, retention), their samples in the window
+    # judged (health, drain, retention), their samples in the window, staged (staging.py): in
+    # their light form, without queues
+    documents: dict[str, GroupDocument]
     safe_from: dict[MessageQueue, int | str] = field(default_factory=dict)
     retention: dict[str, BrokerRetention] = field(default_factory=dict)  # per broker, as this part read it
     proxies: dict[str, ProxyStatus] = field(default_factory=dict)
@@ -115,10 +122,12 @@ class PartResult:
     window_id: str | None = None
     judged: set[str] = field(default_factory=set)
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage of the part's work
+    history: dict[str, pa.Table] = field(default_factory=dict)  # its groups' rows (beside the JSON: Board)
+    staged: staging.Staged | None = None  # the merged result's: the parts' staged groups
 
     def to_wire(self) -> bytes:
         return dumps({
-            "documents": {g: d.to_stored() for g, d in self.documents.items()},
+            "documents": {g: staging.light(d) for g, d in self.documents.items()},
             "safe_from": [[mq.topic, mq.broker_name, mq.queue_id, v] for mq, v in self.safe_from.items()],
             "retention": {b: dataclasses.asdict(r) for b, r in self.retention.items()},
             "proxies": {a: dataclasses.asdict(p) for a, p in self.proxies.items()},
@@ -179,6 +188,8 @@ class Board:
     def finish(self, index: int, result: PartResult) -> None:
         pipe = self.redis.pipeline()
         pipe.set(self.key(f"result:{index}"), result.to_wire(), ex=KEEP_SECONDS)
+        for name, table in result.history.items():
+            pipe.set(self.key(f"history:{index}:{name}"), staging.table_bytes(table), ex=KEEP_SECONDS)
         pipe.rpush(self.key("done"), index)
         pipe.expire(self.key("done"), KEEP_SECONDS)
         pipe.execute()
@@ -189,7 +200,13 @@ class Board:
 
     def result(self, index: int) -> PartResult | None:
         raw = self.redis.get(self.key(f"result:{index}"))
-        return PartResult.from_wire(raw) if raw else None
+        if not raw:
+            return None
+        result = PartResult.from_wire(raw)
+        names = list(HISTORY_TABLES)
+        tables = self.redis.mget([self.key(f"history:{index}:{name}") for name in names])
+        result.history = {name: staging.table_from(t) for name, t in zip(names, tables, strict=True) if t}
+        return result
 
     def started(self, index: int) -> bool:
         return bool(self.redis.exists(self.key(f"started:{index}")))
@@ -200,6 +217,7 @@ class Board:
 
     def clear(self, count: int) -> None:
         names = ["done"] + [f"{kind}:{i}" for i in range(count) for kind in ("plan", "started", "result")]
+        names += [f"history:{i}:{name}" for i in range(count) for name in HISTORY_TABLES]
         self.redis.delete(*(self.key(n) for n in names))
 
 
@@ -295,8 +313,18 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         documents = build_documents(found, snapshots.LazyDetails(redis, cluster.pk), part.unreachable)
     with stages.timing("health"):
         judge_part(cluster, part, documents, found.retention, redis)
+    with stages.timing("history rows"):
+        history = history_tables(documents.values())
+    if time.time() >= part.deadline_at:  # the poll has carried its groups over by now: staged, they would mix in
+        return _missing(part, notes.PART_LATE)
+    with stages.timing("staged"):
+        pipe = redis.pipeline(transaction=False)
+        staging.stage(pipe, staging.key(cluster.pk, part.poll_id), documents)
+        pipe.execute()
+        documents = {g: GroupDocument.from_wire(staging.light(d)) for g, d in documents.items()}
     return PartResult(
         documents=documents,
+        history=history,
         safe_from=found.retention.safe_from if found.retention else {},
         retention=found.retention.brokers if found.retention else {},
         proxies=found.snapshot.proxies,
@@ -344,11 +372,14 @@ def _missing(part: Part, why: str) -> PartResult:
 def _merge(cluster: Cluster, parts: list[Part], results: dict[int, PartResult], redis) -> tuple[dict, PartResult]:
     documents: dict[str, GroupDocument] = {}
     merged = PartResult(documents={}, window_id=parts[0].poll_id)
+    merged.staged = staging.Staged(staging.key(cluster.pk, parts[0].poll_id))
     previous = snapshots.LazyDetails(redis, cluster.pk)
     for part in parts:
         result = results[part.index]
         documents.update(result.documents)
         merged.judged.update(result.documents)
+        merged.staged.groups.update(result.documents)
+        merged.staged.add_history(result.history)
         merged.safe_from.update(result.safe_from)
         for broker, facts in result.retention.items():
             merged.retention.setdefault(broker, facts)

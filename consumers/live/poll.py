@@ -103,7 +103,7 @@ def _read_in_parts(cluster: Cluster, listed: Listed, redis, polled_at: float, de
     found = PollReading(snapshot=listed.listing.snapshot({}, merged.proxies), polled_at=polled_at, stages=stages,
                         retention=parts.retention_of(merged), in_flight=listed.in_flight[0],
                         in_flight_note=listed.in_flight[1], window_id=merged.window_id,
-                        judged_elsewhere=merged.judged)  # fmt: skip
+                        judged_elsewhere=merged.judged, staged=merged.staged)  # fmt: skip
     return found, built, known
 
 

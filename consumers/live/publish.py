@@ -32,6 +32,7 @@ from .retention import judge as judge_retention
 from .signals import announce
 from .spool import HistorySpool, own_backlog, record_backlog, write_history
 from .stages import Stages
+from .staging import Staged
 from .taglag import TagLags
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class PollReading:
     # the groups they judged
     window_id: str | None = None
     judged_elsewhere: set[str] = field(default_factory=set)
+    # and the groups whose documents they staged (staging.py: in `built` in their light form)
+    staged: Staged | None = None
 
 
 @dataclass
@@ -86,7 +89,8 @@ def publish_poll(
     """Build, judge and store this poll's documents; `started` is the poll's monotonic start.
     `built`: documents the parts of a split poll built (parts.py), beside the reading's own;
     those of the reading's `judged_elsewhere` have their health, and their samples in the window
-    under its window_id, already."""
+    under its window_id, already; those `staged` are light, their whole documents and history
+    rows made by the parts (staging.py)."""
     snapshot, polled_at, stages = reading.snapshot, reading.polled_at, reading.stages
     unreachable = brokers.unreachable()
     with stages.timing("previous documents"):
@@ -130,7 +134,10 @@ def publish_poll(
     with stages.timing("history"):
         spool = spool or history_spool()
         mine = own_backlog(redis, cluster.pk, spool.host)  # what this host's spool held after its last poll
-        meta.history = write_history(spool, history, cluster.name, polled_at, history_tables(docs.values()), mine)
+        staged = reading.staged
+        own = history_tables(d for g, d in docs.items() if staged is None or g not in staged.groups)
+        tables = staged.tables(own) if staged else own
+        meta.history = write_history(spool, history, cluster.name, polled_at, tables, mine)
         meta.spools = record_backlog(redis, cluster.pk, spool.host, meta.history)
     if meta.history:
         log.warning("history of %s not written, %s poll(s) spooled: %s", cluster.name,
@@ -139,7 +146,7 @@ def publish_poll(
     meta.duration, meta.stages = round(time.monotonic() - started, 3), dict(stages.seconds)
     with stages.timing("Redis write"):
         snapshots.write_poll(redis, cluster.pk, meta=meta, documents=docs, samples=samples, polled_at=polled_at,
-                             window_id=reading.window_id, keep_seconds=longest)  # fmt: skip
+                             window_id=reading.window_id, keep_seconds=longest, staged=staged)  # fmt: skip
     with stages.timing("announce"):
         announce(cluster=cluster, meta=meta, documents=docs, window=window, polled_at=polled_at)
     duration = time.monotonic() - started

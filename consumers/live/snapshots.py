@@ -25,6 +25,7 @@ from . import window
 from .documents import ClusterMeta, GroupDocument
 from .health import Sample
 from .jsonwire import dumps as _dumps
+from .staging import Staged, stage
 from .window import key  # every key of a cluster: rmqc:<id>:<name>
 
 
@@ -38,19 +39,46 @@ def write_poll(
     polled_at: float,
     window_id: str | None = None,
     keep_seconds: float | None = None,
+    staged: Staged | None = None,
 ) -> None:
     """The poll, in one transaction. `samples`: those of the groups judged here (window.py); a
-    split poll's parts wrote theirs under `window_id` already; the window keeps `keep_seconds`."""
+    split poll's parts wrote theirs under `window_id` already; the window keeps `keep_seconds`.
+    `staged`: the groups whose documents a split poll's parts staged (`documents` has them light);
+    the others are staged beside them, and the staging hash becomes the detail hash."""
     window_id = window_id or window.new_id()
+    if staged is not None:
+        _stage_rest(redis, cluster_id, staged, documents)
     pipe = redis.pipeline(transaction=True)
     pipe.set(key(cluster_id, "meta"), _dumps(meta.to_wire()))
     pipe.set(key(cluster_id, "index"), _index_text([index_entry(documents[g].summary()) for g in sorted(documents)]))
     pipe.set(key(cluster_id, "index-version"), uuid.uuid4().hex)
-    pipe.delete(key(cluster_id, "detail"), *(key(cluster_id, name) for name in LEGACY))
-    if documents:
-        pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_stored()) for g, d in documents.items()})
+    pipe.delete(*(key(cluster_id, name) for name in LEGACY))
+    if staged is not None and documents:
+        # replaces the detail hash at once; were the staging hash gone, the last poll's stays
+        pipe.rename(staged.key, key(cluster_id, "detail"))
+        pipe.persist(key(cluster_id, "detail"))  # the staging hash's expiry is not the detail's
+    else:
+        pipe.delete(key(cluster_id, "detail"))
+        if documents:
+            pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_stored()) for g, d in documents.items()})
     window.write_range(pipe, cluster_id, window_id, samples)
     window.push(redis, pipe, cluster_id, window_id, polled_at, keep_seconds=keep_seconds)
+    pipe.execute()
+
+
+def _stage_rest(redis, cluster_id: int, staged: Staged, documents: dict[str, GroupDocument]) -> None:
+    """Beside the parts' documents: the groups not staged (carried over for a part not read, no
+    longer listed), and the staged groups the poll marked as made from a POP retry topic
+    (building.mark_retry_topic_groups: it sees every group, a part only its own)."""
+    rest = {g: d for g, d in documents.items() if g not in staged.groups}
+    marked = [g for g in staged.groups if g in documents and documents[g].made_from_retry_topic]
+    for group, raw in zip(marked, redis.hmget(staged.key, marked) if marked else [], strict=True):
+        if raw:
+            whole = GroupDocument.from_wire(json.loads(raw))
+            whole.made_from_retry_topic = documents[group].made_from_retry_topic
+            rest[group] = whole
+    pipe = redis.pipeline(transaction=False)
+    stage(pipe, staged.key, rest)
     pipe.execute()
 
 

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
-from consumers.live import parts, snapshots, window
+from consumers.live import parts, snapshots, staging, window
+from consumers.live.config import history_store
 from consumers.live.documents import GroupDocument, QueueRow
+from consumers.live.history_rows import history_tables
 from consumers.live.poll import poll_cluster
 from consumers.live.retention import BrokerRetention
 from consumers.models import Cluster
@@ -38,19 +40,34 @@ def test_names_are_cut_into_contiguous_parts_of_even_size():
     assert [len(p) for p in cut] == [12_500] * 4 and sum(cut, []) == sorted(sum(cut, []))
 
 
-def test_a_part_result_comes_back_from_redis_as_it_was_sent():
+def test_a_part_result_comes_back_from_redis_as_it_was_sent(redis):
+    """Its documents in their light form (summary and problems: the whole ones are staged), its
+    history rows as Arrow tables beside the JSON."""
     doc = GroupDocument(group="g", as_of=1.5, lag=7, queues=[QueueRow(**_row())], problems=[{"scope": "x"}])
+    light = GroupDocument.from_wire(staging.light(doc))
+    assert light.summary() == doc.summary() and light.problems == doc.problems and light.queues == []
     mq = MessageQueue("T", "broker-a", 3)
     sent = parts.PartResult(
-        documents={"g": doc},
+        documents={"g": light},
         safe_from={mq: 42, MessageQueue("T", "broker-a", 4): "not read: timeout"},
         retention={"broker-a": BrokerRetention(reserved_hours=72.0, delete_hours=(4,), current_file_start=0)},
         proxies={"127.0.0.1:8081": ProxyStatus("127.0.0.1:8081", groups=2, group_names=["g", "h"])},
         proxy_groups=["g"],
         seconds=1.25,
     )
-    back = parts.PartResult.from_wire(sent.to_wire())
-    assert back == sent and back.documents["g"].to_wire() == doc.to_wire()
+    assert parts.PartResult.from_wire(sent.to_wire()) == sent
+    sent.history = history_tables([doc])
+    board = parts.Board(redis, 7, "p1")
+    board.finish(2, sent)
+    back = board.result(2)
+    assert back == sent and back.history["queue_offsets"].num_rows == 1
+    assert back.history["queue_offsets"].to_pylist() == sent.history["queue_offsets"].to_pylist()
+    board.clear(3)
+    assert not redis.keys(snapshots.key(7, "part:*"))
+
+
+def _ms(ts) -> int:
+    return round(ts.timestamp() * 1000)
 
 
 def _row() -> dict:
@@ -90,6 +107,20 @@ def test_a_split_poll_reads_what_one_process_reads(db, redis, history_dir, names
         }
     assert not any("of the poll was not read" in (d.stale_reason or "") for d in snapshots.read_details(
         redis, cluster.pk).values())  # fmt: skip
+    # the parts staged their documents, and the poll made the staging hash its detail hash: kept
+    # with no expiry, nothing left staged; the history holds every group's rows of the split poll
+    assert redis.ttl(snapshots.key(cluster.pk, "detail")) == -1
+    assert not redis.keys(snapshots.key(cluster.pk, "detail-next:*"))
+    assert not redis.keys(snapshots.key(cluster.pk, "part:*"))
+    read = {(g, int(d.as_of * 1000)) for g, d in snapshots.read_details(redis, cluster.pk).items() if not d.stale}
+    store = history_store()
+    rows = [r for r in store.read("group_stats", "local").to_pylist() if (r["group"], _ms(r["ts"])) in read]
+    assert sorted((r["group"], _ms(r["ts"])) for r in rows) == sorted(read)
+    queue_rows = [r for r in store.read("queue_offsets", "local").to_pylist() if (r["group"], _ms(r["ts"])) in read]
+    for consumer in settled.all:
+        doc = snapshots.read_detail(redis, cluster.pk, consumer.group)
+        mine = {(r["topic"], r["broker"], r["queue_id"]): r["lag"] for r in queue_rows if r["group"] == consumer.group}
+        assert mine == {(q.topic, q.broker, q.queue_id): q.lag for q in doc.queues if q.consumer is not None}
     # each part judged its groups, on the window the whole poll began (their samples of both polls),
     # and wrote this poll's samples as a range of its own
     newest = json.loads(redis.lindex(window.key(cluster.pk, "window"), 0))
