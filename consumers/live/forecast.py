@@ -245,7 +245,8 @@ def forecast(samples: list[Sample], thresholds: Thresholds) -> Drain:
     if not latest.queues:
         return Drain(DRAINED, seconds=0.0, low=0.0, high=0.0, trend=trend)
     needed = max(thresholds.min_samples, 3)
-    queues = [_queue(label, window, needed) for label in sorted(latest.queues)]
+    known = [(s.t, s.queues, s.complete) for s in reversed(window) if s.lag is not None]  # newest first
+    queues = [_queue(label, known, needed) for label in sorted(latest.queues)]
     growing = [q for q in queues if q.known and q.seconds is None]
     if growing:
         worst = max(growing, key=lambda q: (q.produce_rate or 0) - (q.consume_rate or 0))
@@ -263,22 +264,24 @@ def forecast(samples: list[Sample], thresholds: Thresholds) -> Drain:
     )
 
 
-def _queue(label: str, window: list[Sample], needed: int) -> QueueDrain:
+def _queue(label: str, known: list[tuple[float, dict, bool]], needed: int) -> QueueDrain:
     """One lagging queue: its series since it last started (lag appeared, or a counter went
-    back), fitted."""
-    series = []  # (t, committed offset, max offset), oldest first
-    for sample in reversed(window):
-        if sample.lag is None:
-            continue  # unknown at that poll: neither a point nor a break
-        position = sample.queues.get(label)
+    back), fitted. `known`: (t, lagging queues, complete) of each poll that read the group's lag
+    (one unknown is neither a point nor a break), newest first."""
+    series = []  # (t, committed offset, max offset), newest first until reversed
+    newer_offset = newer_top = 0
+    for t, queues, complete in known:
+        position = queues.get(label)
         if position is None:
-            if not sample.complete:
+            if not complete:
                 continue  # part of the group unread then: perhaps this queue, not a lag of 0
             break  # no lag then: the series starts after
         offset, lag = position
-        if series and (offset > series[-1][1] or offset + lag > series[-1][2]):
+        top = offset + lag
+        if series and (offset > newer_offset or top > newer_top):
             break  # a counter went back between this poll and the next: the series starts after
-        series.append((sample.t, offset, offset + lag))
+        series.append((t, offset, top))
+        newer_offset, newer_top = offset, top
     series.reverse()
     series = series[change_point([(t, m - o) for t, o, m in series]) :]
     if not series:  # the newest poll did not read this queue (its lag was carried over)

@@ -97,7 +97,7 @@ class Thresholds:
         return dataclasses.replace(self, **{k: v for k, v in overrides.items() if k in known and v is not None})
 
 
-@dataclass
+@dataclass(slots=True)
 class Sample:
     """One poll of one group, as kept in the window. None means unknown at that poll."""
 

@@ -108,9 +108,9 @@ class Part:
 class PartResult:
     """A part's documents and what the whole poll needs of its reading."""
 
-    # judged (health, drain, retention), their samples in the window, staged (staging.py): in
-    # their light form, without queues
-    documents: dict[str, GroupDocument]
+    # judged (health, drain, retention), their samples in the window, staged (staging.py): each
+    # in its light form (staging.light: the summary and problems, no queues)
+    documents: dict[str, dict]
     safe_from: dict[MessageQueue, int | str] = field(default_factory=dict)
     retention: dict[str, BrokerRetention] = field(default_factory=dict)  # per broker, as this part read it
     proxies: dict[str, ProxyStatus] = field(default_factory=dict)
@@ -127,7 +127,7 @@ class PartResult:
 
     def to_wire(self) -> bytes:
         return dumps({
-            "documents": {g: staging.light(d) for g, d in self.documents.items()},
+            "documents": self.documents,
             "safe_from": [[mq.topic, mq.broker_name, mq.queue_id, v] for mq, v in self.safe_from.items()],
             "retention": {b: dataclasses.asdict(r) for b, r in self.retention.items()},
             "proxies": {a: dataclasses.asdict(p) for a, p in self.proxies.items()},
@@ -141,7 +141,7 @@ class PartResult:
     def from_wire(cls, raw: str | bytes) -> PartResult:
         data = json.loads(raw)
         return cls(
-            documents={g: GroupDocument.from_wire(d) for g, d in data["documents"].items()},
+            documents=data["documents"],
             safe_from={MessageQueue(t, b, q): v for t, b, q, v in data["safe_from"]},
             retention={
                 b: BrokerRetention(**{**r, "delete_hours": tuple(r["delete_hours"])})
@@ -321,9 +321,8 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         pipe = redis.pipeline(transaction=False)
         staging.stage(pipe, staging.key(cluster.pk, part.poll_id), documents)
         pipe.execute()
-        documents = {g: GroupDocument.from_wire(staging.light(d)) for g, d in documents.items()}
     return PartResult(
-        documents=documents,
+        documents={g: staging.light(d) for g, d in documents.items()},
         history=history,
         safe_from=found.retention.safe_from if found.retention else {},
         retention=found.retention.brokers if found.retention else {},
@@ -376,7 +375,7 @@ def _merge(cluster: Cluster, parts: list[Part], results: dict[int, PartResult], 
     previous = snapshots.LazyDetails(redis, cluster.pk)
     for part in parts:
         result = results[part.index]
-        documents.update(result.documents)
+        documents.update((g, GroupDocument.from_wire(light)) for g, light in result.documents.items())
         merged.judged.update(result.documents)
         merged.staged.groups.update(result.documents)
         merged.staged.add_history(result.history)
