@@ -18,7 +18,7 @@ from django.conf import settings
 from ..clusters.connect import run_on_cluster
 from ..jobs.redis_client import get_redis
 from ..models import Cluster
-from ..rocketmq import AdminClient, RocketMQError
+from ..rocketmq import AdminClient, RocketMQError, extend_deadline
 from ..rocketmq.snapshot import Listing, list_cluster, read_listing
 from . import brokers, parts, reading, snapshots
 from .config import default_thresholds, history_store, poll_deadline
@@ -41,15 +41,19 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
         started, polled_at = time.monotonic(), time.time()
         last = snapshots.read_meta(redis, cluster.pk)
         seconds = poll_deadline(last.groups if last else None)
+        # a cluster never polled: its deadline is the one for the groups it lists (read_cluster)
+        fresh = started if last is None else None
         try:
             found = run_on_cluster(
                 cluster,
-                lambda client: read_cluster(client, cluster, redis, polled_at, split=send is not None),
+                lambda client: read_cluster(client, cluster, redis, polled_at, split=send is not None, fresh=fresh),
                 seconds=seconds,
             )
         except RocketMQError as exc:
             error = f"{type(exc).__name__}: {exc}"
             return publish_failure(cluster, error=error, polled_at=polled_at, started=started, redis=redis)
+        if last is None:
+            seconds = max(seconds, poll_deadline(_listed(found)))
         if isinstance(found, Listed):
             found, built, known = _read_in_parts(cluster, found, redis, polled_at, started + seconds, send)
         else:
@@ -121,16 +125,23 @@ def _skipped(cluster: Cluster, lock: PollLock, redis) -> PollResult:
     return PollResult(cluster.pk, "skipped", error=why)
 
 
+def _listed(found: PollReading | Listed) -> int:
+    return len(found.listing.names) if isinstance(found, Listed) else len(found.snapshot.groups)
+
+
 async def read_cluster(
-    client: AdminClient, cluster: Cluster, redis, polled_at: float, *, split: bool = False
+    client: AdminClient, cluster: Cluster, redis, polled_at: float, *, split: bool = False, fresh: float | None = None
 ) -> PollReading | Listed:
     """Everything a poll reads in one process: each group's progress, DLQ sizes, exact lag
     seconds. With `split`, a cluster of more than ROCKETMQ_POLL_PART_GROUPS groups is only
-    listed here (its parts are read by parts.py)."""
+    listed here (its parts are read by parts.py). `fresh`: the poll's start (monotonic) when no
+    poll of the cluster ended yet, so no deadline knew its groups: once listed, they give it."""
     stages = Stages()
     ask = reading.proxy_ask(cluster, redis)
     with stages.timing("brokers read"):
         listing = await list_cluster(client, broker_deadline=settings.ROCKETMQ_BROKER_DEADLINE)
+        if fresh is not None:
+            extend_deadline(fresh + poll_deadline(len(listing.names)))
         if split and len(listing.names) > settings.ROCKETMQ_POLL_PART_GROUPS:
             listed = Listed(listing, stages)
             if cluster.broker_metrics:

@@ -24,7 +24,7 @@ from .errors import (
     TransportError,
 )
 from .positions import GroupProgress, Problem, QueueProgress
-from .remoting import ClientConfig, deadline, split_namesrv_list
+from .remoting import ClientConfig, deadline, extend_deadline, split_namesrv_list
 from .snapshot import ClusterSnapshot, cluster_snapshot, group_progress
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "TransportError",
     "cluster_snapshot",
     "deadline",
+    "extend_deadline",
     "group_progress",
     "split_namesrv_list",
 ]

@@ -48,6 +48,15 @@ def deadline(seconds: float) -> Iterator[float]:
         _deadline.reset(token)
 
 
+def extend_deadline(at: float) -> None:
+    """Move the deadline of the block this runs in (`deadline`) later, to `at` (monotonic), for
+    what is asked from now on: a poll that learns how big a cluster is only once it has listed
+    it. Never earlier, and never outside a block."""
+    current = _deadline.get()
+    if current is not None and at > current:
+        _deadline.set(at)
+
+
 def remaining_time() -> float | None:
     at = _deadline.get()
     return None if at is None else at - time.monotonic()

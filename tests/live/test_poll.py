@@ -3,12 +3,13 @@ history read back."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 
 import pytest
 
-from consumers.live import snapshots
+from consumers.live import poll, snapshots
 from consumers.live.config import history_store
 from consumers.live.history import GROUP_STATS, QUEUE_OFFSETS
 from consumers.live.poll import poll_cluster
@@ -216,3 +217,29 @@ def test_history_files_hold_what_the_polls_stored(cluster, redis, settled):
     assert sorted(
         (r["broker"], r["queue_id"], r["consumer_offset"], r["lag"]) for r in queue_rows if not r["retry"]
     ) == sorted((q["broker"], q["queue_id"], q["consumer"], q["lag"]) for q in lagging["queues"] if not q["retry"])
+
+
+@pytest.mark.parametrize("extended", [True, False])
+def test_a_cluster_never_polled_gets_the_deadline_of_the_groups_it_lists(
+    cluster, settled, settings, monkeypatch, extended
+):
+    """No poll says how many groups it has, so the poll starts with ROCKETMQ_POLL_DEADLINE; once
+    listed, its groups give it their deadline (a fresh 50,000-group cluster's first poll was cut
+    at 12 s). Without that extension (the second case) the same poll fails: the test can fail."""
+    settings.ROCKETMQ_POLL_DEADLINE = 2
+    settings.ROCKETMQ_POLL_SECONDS_PER_1000_GROUPS = 60_000  # any group listed: a minute or more
+    real = poll.list_cluster
+
+    async def slow_listing(*args, **kwargs):
+        found = await real(*args, **kwargs)
+        await asyncio.sleep(2.5)  # past the fixed deadline when the groups' reads begin
+        return found
+
+    monkeypatch.setattr(poll, "list_cluster", slow_listing)
+    if not extended:
+        monkeypatch.setattr(poll, "extend_deadline", lambda at: None)
+    result = poll_cluster(cluster)
+    if extended:
+        assert result.status in ("ok", "degraded") and result.groups > 0, result
+    else:
+        assert result.status == "failed" and "DeadlineExceeded" in result.error, result

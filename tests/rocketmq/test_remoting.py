@@ -23,9 +23,10 @@ from consumers.rocketmq import (
     RequestTimeout,
     TopicNotFound,
     deadline,
+    extend_deadline,
 )
 from consumers.rocketmq.codes import ResponseCode
-from consumers.rocketmq.remoting import ClientConfig, RemotingClient
+from consumers.rocketmq.remoting import ClientConfig, RemotingClient, remaining_time
 from devstack.processes import free_port
 from tests.conftest import run
 from tests.support.fake_broker import FakeBroker, response_frame
@@ -384,3 +385,14 @@ def test_concurrent_askers_of_one_route_share_one_name_server_request():
         await namesrv.stop()
 
     run(scenario())
+
+
+def test_a_deadline_is_extended_only_later_and_only_inside_its_block():
+    extend_deadline(time.monotonic() + 60)  # outside any block: nothing to extend
+    assert remaining_time() is None
+    with deadline(1.0):
+        extend_deadline(time.monotonic())  # earlier: kept as it was
+        assert 0.9 < remaining_time() <= 1.0
+        extend_deadline(time.monotonic() + 30)
+        assert 29 < remaining_time() <= 30
+    assert remaining_time() is None
