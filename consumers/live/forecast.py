@@ -233,6 +233,10 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+# a queue's figures as the document keeps them (GroupDocument.drain_queues), in this order
+DRAIN_FIELDS = tuple(QueueDrain("", 0).to_wire())
+
+
 def forecast(samples: list[Sample], thresholds: Thresholds) -> Drain:
     """The drain forecast at the newest sample, from the samples inside the health window."""
     if not samples:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import uuid
 
-import orjson
-
 from .health import Sample
 from .jsonwire import dumps
 
@@ -111,7 +109,7 @@ def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = Non
         if name is None:
             parts = [json.loads(raw)["s"]]
         else:
-            parts = [orjson.loads(blob) for blob in next(blobs) if blob] if chosen[name] else []
+            parts = [json.loads(blob) for blob in next(blobs) if blob] if chosen[name] else []
         for part in parts:
             for group, wire in part.items():
                 if wanted is None or group in wanted:
