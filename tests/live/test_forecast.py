@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from consumers.live.forecast import (
     DRAINED,
@@ -12,7 +14,10 @@ from consumers.live.forecast import (
     SHRINKING,
     STEADY,
     UNKNOWN,
+    _one_pass,
+    _rates,
     after_reset,
+    change_point,
     fit,
     forecast,
 )
@@ -218,3 +223,19 @@ def test_a_poll_that_read_only_part_of_the_group_still_counts_for_the_queues_it_
     drain = forecast(polls, THRESHOLDS)
     assert [q.points for q in drain.queues] == [4, 3]
     assert drain.state == DRAINING and drain.seconds == pytest.approx(100 / 20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 500), st.integers(0, 2_000)), min_size=0, max_size=24))
+def test_the_one_pass_gives_the_rates_and_never_misses_a_cut(steps):
+    """`_one_pass` against the functions it stands for, on series that move any way (offsets
+    only ever grow within a series, times strictly): the same rates to the bit, and a cut
+    flagged whenever change_point would cut."""
+    series, t, o, m = [], 1.7e9, 10_000, 12_000
+    for dt, consumed, produced in steps:
+        t, o, m = t + 1 + dt, o + consumed, max(m + produced, o + consumed)
+        series.append((t, o, m))
+    rates, cut = _one_pass(series)
+    assert rates == (_rates(series) if len(series) >= 3 else rates)
+    if change_point([(t, m - o) for t, o, m in series]) != 0:
+        assert cut
