@@ -152,6 +152,12 @@ class GroupDocument:
         """What the groups list and its filters need, without the per-queue detail."""
         return {name: getattr(self, name) for name in SUMMARY_FIELDS}
 
+    @staticmethod
+    def summary_of(stored: dict) -> dict:
+        """`summary()` of a stored document, without making it (its queues are most of the work):
+        the groups list reads the shown rows' so."""
+        return {name: stored[name] if name in stored else _default(name) for name in SUMMARY_FIELDS}
+
     def set_health(self, health: Health) -> GroupDocument:
         self.health = health.to_wire()
         return self
@@ -172,6 +178,13 @@ _NONE_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(GroupDocument) i
 DETAIL_ONLY = ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type",
                "clients_note", "drain_queues")  # fmt: skip
 SUMMARY_FIELDS = tuple(f.name for f in dataclasses.fields(GroupDocument) if f.name not in DETAIL_ONLY)
+_DEFAULTS = {f.name: f for f in dataclasses.fields(GroupDocument)}
+
+
+def _default(name: str):
+    """A field a stored document leaves out: None left out, or one added since it was stored."""
+    found = _DEFAULTS[name]
+    return found.default_factory() if found.default_factory is not dataclasses.MISSING else found.default
 
 
 @dataclass

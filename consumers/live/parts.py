@@ -338,7 +338,7 @@ def judge_part(cluster: Cluster, part: Part, documents: dict[str, GroupDocument]
     written beside the other parts' (window.py): the lock holder judges none of them again."""
     samples = {group: building.sample(doc, part.polled_at) for group, doc in documents.items()}
     overrides = {o.group: o.as_overrides() for o in cluster.health_overrides.all()}
-    judge(cluster, documents, samples, default_thresholds(), overrides, redis, part.polled_at, retention)
+    judge(cluster, documents, samples, default_thresholds(), overrides, redis, part.polled_at, retention, keep=False)
     pipe = redis.pipeline(transaction=False)
     window.write_range(pipe, cluster.pk, part.poll_id, samples)
     pipe.execute()

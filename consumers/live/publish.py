@@ -225,21 +225,31 @@ def judge(
     redis,
     polled_at: float,
     retention: RetentionFacts | None = None,
+    *,
+    keep: bool = True,
 ) -> dict[str, list[Sample]]:
     """Set each document's health and drain forecast, on its samples in the window (only these
-    groups' are read); returns the samples each was judged on, newest last."""
+    groups' are read, a range of them at a time); returns the samples each was judged on, newest
+    last, unless `keep` is false (a part's: the window holds them, and memory would hold them all)."""
     if not docs:
         return {}
-    window = windows.read(redis, cluster.pk, since=polled_at - _longest(base, overrides), groups=sorted(docs))
+    reader = windows.Reader(redis, cluster.pk, since=polled_at - _longest(base, overrides))
+    names = sorted(docs)
     judged = {}
-    for group, doc in docs.items():
-        thresholds = base.with_overrides(overrides.get(group, {}))
-        reason = doc.stale_reason if doc.stale else None
-        judged[group] = window.get(group, []) + [samples[group]]
-        health = evaluate(judged[group], thresholds, unknown_reason=reason)
-        doc.set_drain(forecast(judged[group], thresholds))
-        doc.retention, risk = judge_retention(doc, retention, polled_at, settings.RETENTION_HORIZON_SECONDS)
-        doc.set_health(health.adding(Finding("RETENTION_RISK", risk)) if risk else health)
+    for at in range(0, len(names), windows.RANGE_GROUPS):
+        chunk = names[at : at + windows.RANGE_GROUPS]
+        window = reader.samples(chunk)
+        for group in chunk:
+            doc = docs[group]
+            thresholds = base.with_overrides(overrides.get(group, {}))
+            reason = doc.stale_reason if doc.stale else None
+            found = window.get(group, []) + [samples[group]]
+            health = evaluate(found, thresholds, unknown_reason=reason)
+            doc.set_drain(forecast(found, thresholds))
+            doc.retention, risk = judge_retention(doc, retention, polled_at, settings.RETENTION_HORIZON_SECONDS)
+            doc.set_health(health.adding(Finding("RETENTION_RISK", risk)) if risk else health)
+            if keep:
+                judged[group] = found
     return judged
 
 

@@ -243,7 +243,7 @@ def read_summaries(redis, cluster_id: int, groups: list[str] | None = None) -> d
         return {}
     else:
         found = dict(zip(groups, redis.hmget(name, groups), strict=True))
-    return {g: GroupDocument.from_wire(json.loads(d)).summary() for g, d in found.items() if d}
+    return {g: GroupDocument.summary_of(json.loads(d)) for g, d in found.items() if d}
 
 
 def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:

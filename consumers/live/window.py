@@ -20,6 +20,10 @@ from .health import Sample
 from .jsonwire import dumps
 
 WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
+# a range holds this many groups at most: a part (12,500 groups) writes five, and judges its
+# groups a range at a time (Reader), holding their samples only (at 14 polls a part's whole
+# window decoded was about 300 MB)
+RANGE_GROUPS = 2500
 UNPUBLISHED_SECONDS = 900  # a split poll's ranges, written before the poll is published, at most
 
 
@@ -42,9 +46,10 @@ def write_range(pipe, cluster_id: int, window_id: str, samples: dict[str, Sample
     if not samples:
         return
     names = sorted(samples)
-    field = f"{names[0]}\n{names[-1]}"
-    wire = {g: samples[g].to_wire() for g in names}
-    pipe.hset(hash_key(cluster_id, window_id), field, dumps(wire))
+    for at in range(0, len(names), RANGE_GROUPS):
+        chunk = names[at : at + RANGE_GROUPS]
+        wire = {g: samples[g].to_wire() for g in chunk}
+        pipe.hset(hash_key(cluster_id, window_id), f"{chunk[0]}\n{chunk[-1]}", dumps(wire))
     pipe.expire(hash_key(cluster_id, window_id), UNPUBLISHED_SECONDS)
 
 
@@ -78,15 +83,79 @@ def _kept_entries(redis, cluster_id: int, cutoff: float, step: int = 16) -> int:
     return min(kept, WINDOW_ENTRIES - 1)
 
 
-def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = None) -> dict[str, list[Sample]]:
-    """Each group's samples newer than `since`, oldest first; with `groups` (sorted), theirs only,
-    read from the ranges that overlap them."""
+def _inside(redis, cluster_id: int, since: float) -> list[bytes]:
+    """The entries newer than `since`, oldest first."""
     inside = []
     for raw in redis.lrange(key(cluster_id, "window"), 0, WINDOW_ENTRIES - 1):  # newest first
         if _entry_time(raw) < since:
             break  # and so is every older one: not decoded
         inside.append(raw)
-    inside.reverse()  # oldest first
+    inside.reverse()
+    return inside
+
+
+class Reader:
+    """The window read a range of groups at a time, in ascending order (`samples`): each stored
+    range is decoded once, when the groups asked first overlap it, and dropped once they have
+    passed it. `read(groups=...)` in pieces, holding a few thousand groups' samples at a time."""
+
+    def __init__(self, redis, cluster_id: int, *, since: float):
+        self.redis = redis
+        inside = _inside(redis, cluster_id, since)
+        self.entries = [(_hash_of(raw), raw) for raw in inside]  # oldest first; (None, raw): legacy
+        names = [name for name, _ in self.entries if name]
+        pipe = redis.pipeline(transaction=False)
+        for name in names:
+            pipe.hkeys(name)
+        self.ranges = {name: [_span(f) for f in fields] for name, fields in zip(names, pipe.execute(), strict=True)}
+        self.decoded: dict[tuple[str, tuple[str, str]], dict] = {}
+        self.legacy: dict[int, dict] = {}
+
+    def samples(self, groups: list[str]) -> dict[str, list[Sample]]:
+        """These groups' samples (sorted, and after every group asked before), oldest first."""
+        if not groups:
+            return {}
+        first, last = groups[0], groups[-1]
+        for held in [k for k in self.decoded if k[1][1] < first]:
+            del self.decoded[held]  # wholly before these groups: no later call needs it
+        wanted = [(name, span) for name, spans in self.ranges.items() for span in spans
+                  if _meets(span, first, last) and (name, span) not in self.decoded]  # fmt: skip
+        if wanted:
+            pipe = self.redis.pipeline(transaction=False)
+            for name, span in wanted:
+                pipe.hget(name, f"{span[0]}\n{span[1]}")
+            for held, blob in zip(wanted, pipe.execute(), strict=True):
+                self.decoded[held] = json.loads(blob) if blob else {}
+        per_entry = []
+        for index, (name, raw) in enumerate(self.entries):
+            if name is None:
+                if index not in self.legacy:
+                    self.legacy[index] = json.loads(raw)["s"]
+                per_entry.append([self.legacy[index]])
+            else:
+                held = [(name, span) for span in self.ranges[name] if _meets(span, first, last)]
+                per_entry.append([self.decoded[h] for h in held if h in self.decoded])
+        found = {}
+        for group in groups:
+            samples = [Sample.from_wire(part[group]) for parts in per_entry for part in parts if group in part]
+            if samples:
+                found[group] = samples
+        return found
+
+
+def _meets(span: tuple[str, str], first: str, last: str) -> bool:
+    return not (span[1] < first or span[0] > last)
+
+
+def _span(field: bytes | str) -> tuple[str, str]:
+    first, last = (field.decode() if isinstance(field, bytes) else field).split("\n", 1)
+    return first, last
+
+
+def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = None) -> dict[str, list[Sample]]:
+    """Each group's samples newer than `since`, oldest first; with `groups` (sorted), theirs only,
+    read from the ranges that overlap them."""
+    inside = _inside(redis, cluster_id, since)
     wanted = set(groups) if groups is not None else None
     span = (groups[0], groups[-1]) if groups else None
     hashes = [_hash_of(raw) for raw in inside]

@@ -38,6 +38,15 @@ def test_a_stored_document_reads_back_as_it_was():
     assert len(stored) < 0.5 * len(json.dumps(doc.to_wire()))  # the queues' names once, no nulls
 
 
+def test_the_summary_of_a_stored_document_is_its_summary_even_with_fields_added_since():
+    doc = _document()
+    stored = json.loads(json.dumps(doc.to_stored()))
+    assert GroupDocument.summary_of(stored) == doc.summary()
+    del stored["topic_lags"], stored["tag_filters_as_seen"]  # as if stored before they were added
+    summary = GroupDocument.summary_of(stored)
+    assert summary == {**doc.summary(), "topic_lags": {}, "tag_filters_as_seen": False}
+
+
 def test_the_form_written_before_is_still_read():
     doc = _document()
     assert GroupDocument.from_wire(json.loads(json.dumps(doc.to_wire()))) == doc

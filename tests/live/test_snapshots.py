@@ -158,3 +158,40 @@ def test_the_window_drops_the_entries_no_poll_will_judge_on_again(redis):
     kept = [s.t for s in window.read(redis, 9, since=0)["g"]]
     assert kept == [135.0, 150.0, 165.0, 180.0, 195.0]  # 195 and those of the 60 s up to it
     assert len(list(redis.scan_iter(match="rmqc:9:window:*"))) == len(kept)
+
+
+def test_the_window_is_read_a_range_of_groups_at_a_time_each_range_decoded_once(redis, monkeypatch):
+    """A whole poll and a split poll cut their ranges at different groups; read in pieces
+    (window.Reader, as a poll judges), every piece is what `read` gives for it, each stored range is
+    fetched once, and a range is let go once the pieces have passed it."""
+    monkeypatch.setattr(window, "RANGE_GROUPS", 3)
+    names = [f"g{i:02d}" for i in range(10)]
+    for t, parts in ((100.0, [names]), (115.0, [names[:5], names[5:]])):
+        poll = window.new_id()
+        pipe = redis.pipeline()
+        for part in parts:
+            window.write_range(pipe, 7, poll, {n: Sample.from_wire(sample(t, int(t) + i)) for i, n in enumerate(part)})
+        window.push(redis, pipe, 7, poll, t)
+        pipe.execute()
+    assert sorted(len(redis.hkeys(window.key(7, f"window:{h}"))) for h in _hashes(redis)) == [4, 4]
+    fetched = []
+    reader = window.Reader(redis, 7, since=0)
+    real = reader.redis.pipeline
+
+    def counting(**kwargs):
+        pipe = real(**kwargs)
+        hget = pipe.hget
+        pipe.hget = lambda name, field: fetched.append((name, field)) or hget(name, field)
+        return pipe
+
+    monkeypatch.setattr(reader.redis, "pipeline", counting)
+    for at in range(0, 10, 3):
+        piece = names[at : at + 3]
+        assert reader.samples(piece) == window.read(redis, 7, since=0, groups=piece)
+        assert all(span[1] >= piece[0] for _, span in reader.decoded)  # the passed ones let go
+    assert len(fetched) == len(set(fetched)) == 8
+    assert [s.lag for s in reader.samples(["g09"])["g09"]] == [109, 119]
+
+
+def _hashes(redis) -> list[str]:
+    return [json.loads(raw)["h"].rsplit(":", 1)[-1] for raw in redis.lrange(window.key(7, "window"), 0, -1)]
