@@ -12,6 +12,7 @@ value never known is None (shown as unknown, never 0).
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 
 from .diagnostics import (
@@ -19,6 +20,7 @@ from .diagnostics import (
 )
 from .forecast import DRAIN_FIELDS, Drain
 from .health import Health
+from .jsonwire import dumps
 
 
 @dataclass
@@ -154,9 +156,29 @@ class GroupDocument:
 
     @staticmethod
     def summary_of(stored: dict) -> dict:
-        """`summary()` of a stored document, without making it (its queues are most of the work):
-        the groups list reads the shown rows' so."""
+        """`summary()` of a stored document, without making it (its queues are most of the work)."""
         return {name: stored[name] if name in stored else _default(name) for name in SUMMARY_FIELDS}
+
+    def encode(self) -> bytes:
+        """As the detail hash keeps it: `to_stored`'s summary fields, a line break, the rest (JSON
+        has no raw line break inside), so the groups list decodes only the first line of the
+        rows it shows (`summary_from`)."""
+        stored = self.to_stored()
+        head = {k: v for k, v in stored.items() if k in _SUMMARY_NAMES}
+        tail = {k: v for k, v in stored.items() if k not in _SUMMARY_NAMES}
+        return dumps(head) + b"\n" + dumps(tail)
+
+    @classmethod
+    def decode(cls, raw: bytes | str) -> GroupDocument:
+        """From `encode`'s bytes, or a document stored as one JSON object before."""
+        head, _, tail = raw.partition(b"\n" if isinstance(raw, bytes) else "\n")
+        return cls.from_wire({**json.loads(head), **json.loads(tail)} if tail else json.loads(head))
+
+    @staticmethod
+    def summary_from(raw: bytes | str) -> dict:
+        """The summary of an encoded document, from its first line."""
+        head = raw.partition(b"\n" if isinstance(raw, bytes) else "\n")[0]
+        return GroupDocument.summary_of(json.loads(head))
 
     def set_health(self, health: Health) -> GroupDocument:
         self.health = health.to_wire()
@@ -178,6 +200,7 @@ _NONE_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(GroupDocument) i
 DETAIL_ONLY = ("queues", "allocation", "diagnostics", "connections", "broadcast", "pops", "problems", "consume_type",
                "clients_note", "drain_queues")  # fmt: skip
 SUMMARY_FIELDS = tuple(f.name for f in dataclasses.fields(GroupDocument) if f.name not in DETAIL_ONLY)
+_SUMMARY_NAMES = frozenset(SUMMARY_FIELDS)
 _DEFAULTS = {f.name: f for f in dataclasses.fields(GroupDocument)}
 
 

@@ -60,7 +60,7 @@ def write_poll(
     else:
         pipe.delete(key(cluster_id, "detail"))
         if documents:
-            pipe.hset(key(cluster_id, "detail"), mapping={g: _dumps(d.to_stored()) for g, d in documents.items()})
+            pipe.hset(key(cluster_id, "detail"), mapping={g: d.encode() for g, d in documents.items()})
     window.write_range(pipe, cluster_id, window_id, samples)
     window.push(redis, pipe, cluster_id, window_id, polled_at, keep_seconds=keep_seconds)
     pipe.execute()
@@ -74,7 +74,7 @@ def _stage_rest(redis, cluster_id: int, staged: Staged, documents: dict[str, Gro
     marked = [g for g in staged.groups if g in documents and documents[g].made_from_retry_topic]
     for group, raw in zip(marked, redis.hmget(staged.key, marked) if marked else [], strict=True):
         if raw:
-            whole = GroupDocument.from_wire(json.loads(raw))
+            whole = GroupDocument.decode(raw)
             whole.made_from_retry_topic = documents[group].made_from_retry_topic
             rest[group] = whole
     pipe = redis.pipeline(transaction=False)
@@ -243,18 +243,16 @@ def read_summaries(redis, cluster_id: int, groups: list[str] | None = None) -> d
         return {}
     else:
         found = dict(zip(groups, redis.hmget(name, groups), strict=True))
-    return {g: GroupDocument.summary_of(json.loads(d)) for g, d in found.items() if d}
+    return {g: GroupDocument.summary_from(d) for g, d in found.items() if d}
 
 
 def read_detail(redis, cluster_id: int, group: str) -> GroupDocument | None:
     raw = redis.hget(key(cluster_id, "detail"), group)
-    return GroupDocument.from_wire(json.loads(raw)) if raw else None
+    return GroupDocument.decode(raw) if raw else None
 
 
 def read_details(redis, cluster_id: int) -> dict[str, GroupDocument]:
-    return {
-        g.decode(): GroupDocument.from_wire(json.loads(d)) for g, d in redis.hgetall(key(cluster_id, "detail")).items()
-    }
+    return {g.decode(): GroupDocument.decode(d) for g, d in redis.hgetall(key(cluster_id, "detail")).items()}
 
 
 class LazyDetails:
@@ -273,7 +271,7 @@ class LazyDetails:
     def get(self, group: str) -> GroupDocument | None:
         if group not in self.cache:
             raw = self.redis.hget(self.key, group)
-            self.cache[group] = GroupDocument.from_wire(json.loads(raw)) if raw else None
+            self.cache[group] = GroupDocument.decode(raw) if raw else None
         return self.cache[group]
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .documents import GroupDocument
-from .jsonwire import dumps
 from .window import key as cluster_key
 
 KEEP_SECONDS = 600  # a staging hash no poll published (its process died) goes after this long
@@ -33,7 +32,7 @@ def stage(pipe, name: str, documents: dict[str, GroupDocument]) -> None:
     """These documents into the poll's staging hash `name` (in `pipe`)."""
     if not documents:
         return
-    pipe.hset(name, mapping={g: dumps(d.to_stored()) for g, d in documents.items()})
+    pipe.hset(name, mapping={g: d.encode() for g, d in documents.items()})
     pipe.expire(name, KEEP_SECONDS)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from ..live import snapshots
 from ..live.documents import GroupDocument
 from ..models import Cluster
@@ -22,7 +20,7 @@ def hints(redis, cluster: Cluster, topic: str, broker: str, queue_id: int) -> di
     for group, raw in zip(groups, redis.hmget(snapshots.key(cluster.pk, "detail"), groups), strict=True):
         if not raw:
             continue
-        doc = GroupDocument.from_wire(json.loads(raw))
+        doc = GroupDocument.decode(raw)
         if doc.made_from_retry_topic:
             continue
         row = next((q for q in doc.queues if (q.topic, q.broker, q.queue_id) == (topic, broker, queue_id)), None)

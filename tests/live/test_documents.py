@@ -47,6 +47,19 @@ def test_the_summary_of_a_stored_document_is_its_summary_even_with_fields_added_
     assert summary == {**doc.summary(), "topic_lags": {}, "tag_filters_as_seen": False}
 
 
+def test_the_detail_hash_keeps_the_summary_on_a_first_line_of_its_own():
+    doc = _document()
+    raw = doc.encode()
+    head, tail = raw.split(b"\n")  # one line break: JSON writes none inside a string
+    assert GroupDocument.decode(raw) == doc and GroupDocument.summary_from(raw) == doc.summary()
+    assert b"queues" not in head and len(head) < len(tail) / 2  # what the list decodes of a row
+    doc.group = "a\nb"
+    assert GroupDocument.decode(doc.encode()).group == "a\nb"
+    # stored as one JSON object before: read as it was
+    assert GroupDocument.decode(json.dumps(doc.to_stored()).encode()) == doc
+    assert GroupDocument.summary_from(json.dumps(doc.to_stored())) == doc.summary()
+
+
 def test_the_form_written_before_is_still_read():
     doc = _document()
     assert GroupDocument.from_wire(json.loads(json.dumps(doc.to_wire()))) == doc
