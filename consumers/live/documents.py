@@ -160,25 +160,28 @@ class GroupDocument:
         return {name: stored[name] if name in stored else _default(name) for name in SUMMARY_FIELDS}
 
     def encode(self) -> bytes:
-        """As the detail hash keeps it: `to_stored`'s summary fields, a line break, the rest (JSON
-        has no raw line break inside), so the groups list decodes only the first line of the
-        rows it shows (`summary_from`)."""
+        """As the detail hash keeps it: one JSON object, `to_stored`'s, whose summary fields come
+        first, after a key "_h" that says where they end (fixed width), so the groups list
+        decodes only those of the rows it shows (`summary_from`). Any JSON reader (an older
+        release beside this one) reads it whole, "_h" an unknown field it drops."""
         stored = self.to_stored()
-        head = {k: v for k, v in stored.items() if k in _SUMMARY_NAMES}
-        tail = {k: v for k, v in stored.items() if k not in _SUMMARY_NAMES}
-        return dumps(head) + b"\n" + dumps(tail)
+        head = dumps({k: v for k, v in stored.items() if k in _SUMMARY_NAMES})
+        tail = dumps({k: v for k, v in stored.items() if k not in _SUMMARY_NAMES})
+        end = len(_HEAD_MARK) + _HEAD_DIGITS + 2 + len(head) - 2  # the comma after the summary fields
+        return b'%s%0*d",' % (_HEAD_MARK, _HEAD_DIGITS, end) + head[1:-1] + b"," + tail[1:]
 
     @classmethod
     def decode(cls, raw: bytes | str) -> GroupDocument:
-        """From `encode`'s bytes, or a document stored as one JSON object before."""
-        head, _, tail = raw.partition(b"\n" if isinstance(raw, bytes) else "\n")
-        return cls.from_wire({**json.loads(head), **json.loads(tail)} if tail else json.loads(head))
+        """From `encode`'s bytes, or a document stored without "_h" before."""
+        return cls.from_wire(json.loads(raw))
 
     @staticmethod
-    def summary_from(raw: bytes | str) -> dict:
-        """The summary of an encoded document, from its first line."""
-        head = raw.partition(b"\n" if isinstance(raw, bytes) else "\n")[0]
-        return GroupDocument.summary_of(json.loads(head))
+    def summary_from(raw: bytes) -> dict:
+        """The summary of an encoded document, from its summary fields alone."""
+        if raw.startswith(_HEAD_MARK):
+            end = int(raw[len(_HEAD_MARK) : len(_HEAD_MARK) + _HEAD_DIGITS])
+            return GroupDocument.summary_of(json.loads(raw[:end] + b"}"))
+        return GroupDocument.summary_of(json.loads(raw))
 
     def set_health(self, health: Health) -> GroupDocument:
         self.health = health.to_wire()
@@ -201,6 +204,7 @@ DETAIL_ONLY = ("queues", "allocation", "diagnostics", "connections", "broadcast"
                "clients_note", "drain_queues")  # fmt: skip
 SUMMARY_FIELDS = tuple(f.name for f in dataclasses.fields(GroupDocument) if f.name not in DETAIL_ONLY)
 _SUMMARY_NAMES = frozenset(SUMMARY_FIELDS)
+_HEAD_MARK, _HEAD_DIGITS = b'{"_h":"', 8  # encode: '{"_h":"00000123",' then the summary fields
 _DEFAULTS = {f.name: f for f in dataclasses.fields(GroupDocument)}
 
 
