@@ -262,6 +262,7 @@ def read_in_parts(
                 if part.index not in results and board.lost(part.index):
                     results[part.index] = _missing(part, notes.PART_LOST)
     finally:
+        staging.close(redis, cluster.pk, poll_id)  # a part still running stages nothing now
         board.clear(len(parts))
     for part in parts:
         if part.index not in results:
@@ -315,12 +316,9 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
         judge_part(cluster, part, documents, found.retention, redis)
     with stages.timing("history rows"):
         history = history_tables(documents.values())
-    if time.time() >= part.deadline_at:  # the poll has carried its groups over by now: staged, they would mix in
-        return _missing(part, notes.PART_LATE)
     with stages.timing("staged"):
-        pipe = redis.pipeline(transaction=False)
-        staging.stage(pipe, staging.key(cluster.pk, part.poll_id), documents)
-        pipe.execute()
+        if not staging.stage_open(redis, cluster.pk, part.poll_id, documents):
+            return _missing(part, notes.PART_LATE)  # the poll went on without this part
     return PartResult(
         documents={g: staging.light(d) for g, d in documents.items()},
         history=history,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from redis.exceptions import WatchError
 
 from .documents import GroupDocument
 from .window import key as cluster_key
@@ -34,6 +35,31 @@ def stage(pipe, name: str, documents: dict[str, GroupDocument]) -> None:
         return
     pipe.hset(name, mapping={g: d.encode() for g, d in documents.items()})
     pipe.expire(name, KEEP_SECONDS)
+
+
+def stage_open(redis, cluster_id: int, poll_id: str, documents: dict[str, GroupDocument]) -> bool:
+    """A part's documents into the poll's staging hash, unless the poll has closed it (`close`:
+    it publishes without this part, its groups carried over); False then, and nothing staged.
+    Checked in the same transaction as the write (WATCH), so no part's documents land between
+    the groups the poll carries over and its rename: the detail hash never holds a fresher
+    document than the index says."""
+    closed = key(cluster_id, poll_id) + ":closed"
+    with redis.pipeline() as pipe:
+        try:
+            pipe.watch(closed)
+            if pipe.exists(closed):
+                return False
+            pipe.multi()
+            stage(pipe, key(cluster_id, poll_id), documents)
+            pipe.execute()
+        except WatchError:
+            return False
+    return True
+
+
+def close(redis, cluster_id: int, poll_id: str) -> None:
+    """No part stages for this poll from now on (stage_open)."""
+    redis.set(key(cluster_id, poll_id) + ":closed", 1, ex=KEEP_SECONDS)
 
 
 def light(doc: GroupDocument) -> dict:

@@ -52,3 +52,36 @@ def test_a_split_polls_history_is_its_own_rows_and_the_parts(redis):
     tables = staged.tables(history_tables([_doc("c", 2)]))
     assert tables["group_stats"].column("group").to_pylist() == ["c", "a", "b"]
     assert staging.table_from(staging.table_bytes(tables["queue_offsets"])).equals(tables["queue_offsets"])
+
+
+def test_a_part_stages_nothing_once_the_poll_has_closed_its_staging(redis):
+    doc = _doc("a", 3)
+    assert staging.stage_open(redis, 3, "p1", {"a": doc})
+    assert snapshots_hash(redis, "p1") == {"a"}
+    staging.close(redis, 3, "p1")
+    assert not staging.stage_open(redis, 3, "p1", {"b": _doc("b", 1)})  # late: the poll carried it over
+    assert snapshots_hash(redis, "p1") == {"a"}
+
+
+def test_a_close_between_a_parts_check_and_its_write_stops_the_write(redis, monkeypatch):
+    real = redis.pipeline
+
+    def closing_meanwhile(*args, **kwargs):
+        pipe = real(*args, **kwargs)
+        exists = pipe.exists
+
+        def checked(name):
+            found = exists(name)
+            staging.close(redis, 3, "p2")  # the poll closes right after the part looked
+            return found
+
+        pipe.exists = checked
+        return pipe
+
+    monkeypatch.setattr(redis, "pipeline", closing_meanwhile)
+    assert not staging.stage_open(redis, 3, "p2", {"a": _doc("a", 3)})
+    assert not redis.exists(staging.key(3, "p2"))
+
+
+def snapshots_hash(redis, poll_id: str) -> set[str]:
+    return {g.decode() for g in redis.hkeys(staging.key(3, poll_id))}
