@@ -95,17 +95,13 @@ def _split(points: list[tuple[float, float]]) -> int:
         return 0
     t0, st, sy, stt, sty, syy = _sums(points)
     y0 = points[0][1]
-    one = _sse(n, st, sy, stt, sty, syy)
-    if one <= 0:
-        return 0
     # A change that matters to a forecast makes the newest half of the polls disagree with the
     # whole: without that there is nothing to cut (and the search, most of the cost of a
     # forecast, is skipped for nearly every queue)
-    slope = (sty - st * sy / n) / (stt - st * st / n)
-    se = (one / (n - 2) / (stt - st * st / n)) ** 0.5
-    newest = fit(points[n // 2 :])
-    if newest is None or abs(newest.slope - slope) <= 2 * se + 0.05 * abs(slope):
+    _, hst, hsy, hstt, hsty, _ = _sums(points[n // 2 :])
+    if not _may_split(n, st, sy, stt, sty, syy, n - n // 2, hst, hsy, hstt, hsty):
         return 0
+    one = _sse(n, st, sy, stt, sty, syy)
     # the older stretch may be 2 polls (a line through them fits exactly), the newer needs 3
     two, split = math.inf, 0
     at = [0.0, 0.0, 0.0, 0.0, 0.0]  # running sums of the older stretch
@@ -349,14 +345,9 @@ def _one_pass(series: list[tuple[float, int, int]]) -> tuple[tuple[float, float,
         sy += y
         sty += t * y
         syy += y * y
-    sxx = stt - st * st / n
-    if n < 2 or sxx <= 0:
+    rates = _fitted(n, st, stt, so, sto, sm, stm, syy, series[-1][0] - t0)
+    if rates is None:
         return None, n >= 5
-    consume, produce = (sto - st * so / n) / sxx, (stm - st * sm / n) / sxx
-    slope = produce - consume
-    residuals = max(0.0, syy - sy * sy / n - slope * slope * sxx)
-    rates = (consume, produce, Fit(slope, math.sqrt(residuals / (n - 2) / sxx) if n > 2 else 0.0, n,
-                                   series[-1][0] - t0))  # fmt: skip
     return rates, n >= 5 and _may_split(n, st, sy, stt, sty, syy, n - h, hst, hsy, hstt, hsty)
 
 
@@ -390,13 +381,19 @@ def _rates(series: list[tuple[float, int, int]]) -> tuple[float, float, Fit] | N
         sm += m
         stm += t * m
         sll += (m - o) * (m - o)
+    return _fitted(n, st, stt, so, sto, sm, stm, sll, series[-1][0] - t0)
+
+
+def _fitted(n, st, stt, so, sto, sm, stm, sll, seconds) -> tuple[float, float, Fit] | None:
+    """The rates and the lag's fit from the sums over the series (each shifted to its first point)."""
     sxx = stt - st * st / n
     if sxx <= 0:
         return None  # polls all at one time: no rate
     consume, produce = (sto - st * so / n) / sxx, (stm - st * sm / n) / sxx
     sl, slope = sm - so, produce - consume
     residuals = max(0.0, sll - sl * sl / n - slope * slope * sxx)
-    return consume, produce, Fit(slope, math.sqrt(residuals / (n - 2) / sxx), n, series[-1][0] - t0)
+    se = math.sqrt(residuals / (n - 2) / sxx) if n > 2 else 0.0
+    return consume, produce, Fit(slope, se, n, seconds)
 
 
 def _trend(window: list[Sample], min_samples: int) -> str | None:
