@@ -3,10 +3,12 @@ the health window's samples (least squares over every poll, not two points: two-
 extrapolation gives wildly inflated figures), and the time until the committed offset meets the
 growing max offset. The slowest queue decides the group's figure.
 
-- A queue whose lag does not shrink is "not at this rate": no figure, however large the lag;
-  unless it is caught up: its lag no more than CAUGHT_UP_SECONDS of what its consumers take,
-  and not growing. That lag is messages in flight and offsets not yet committed, and the queue
-  keeps pace: 0 s, and a group whose every lagging queue is caught up is DRAINED.
+- A queue is caught up when its lag is no more than CAUGHT_UP_SECONDS of what its consumers
+  take, and not growing: that lag is messages in flight and offsets not yet committed, and the
+  queue keeps pace: 0 s (shrinking or not), and a group whose every lagging queue is caught up
+  is DRAINED. So is a queue that had no lag a poll or two ago, with a lag within
+  CAUGHT_UP_SECONDS of its consumption (its lag comes and goes: too few polls in a row to fit).
+- Otherwise a queue whose lag does not shrink is "not at this rate": no figure, however large.
 - The band is the fit's own spread: the drain rate plus or minus two standard errors; a band
   whose slow end does not drain at all has no upper bound ("may never drain").
 - Counters that go backwards (a reset) start the queue's series again, and when the rate
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext_noop
 
 from ..languages.evidence import register_formats
+from .fitting import Fit, change_point, fit, may_split
 from .health import Sample, Thresholds
 
 DRAINED, DRAINING, NOT_DRAINING, UNKNOWN = "DRAINED", "DRAINING", "NOT_DRAINING", "UNKNOWN"
@@ -35,109 +38,6 @@ NOT_ENOUGH_HISTORY = gettext_noop("not enough history: %(points)s poll(s) of %(n
 LAG_UNKNOWN = gettext_noop("the last poll could not read the lag")
 QUEUES_UNJUDGED = gettext_noop("not enough history for %(count)s queue(s) yet")
 register_formats(NOT_ENOUGH_HISTORY, LAG_UNKNOWN, QUEUES_UNJUDGED)
-
-
-@dataclass(frozen=True)
-class Fit:
-    slope: float  # per second
-    se: float  # the slope's standard error (0 for points on a line)
-    points: int
-    seconds: float  # the time the points span
-
-
-def _sums(points: list[tuple[float, float]]) -> tuple[float, float, float, float, float, float]:
-    """The first t, and the sums of t, y, tt, ty, yy with every point shifted to the first (no
-    cancellation in the sums of squares: t is seconds since 1970)."""
-    t0, y0 = points[0]
-    st = sy = stt = sty = syy = 0.0
-    for t, y in points:
-        t, y = t - t0, y - y0
-        st += t
-        sy += y
-        stt += t * t
-        sty += t * y
-        syy += y * y
-    return t0, st, sy, stt, sty, syy
-
-
-def fit(points: list[tuple[float, float]]) -> Fit | None:
-    """Least squares of y on t; None with fewer than 3 points or no time between them."""
-    n = len(points)
-    if n < 3:
-        return None
-    t0, st, sy, stt, sty, syy = _sums(points)
-    sxx = stt - st * st / n
-    if sxx <= 0:
-        return None
-    sxy = sty - st * sy / n
-    slope = sxy / sxx
-    residuals = max(0.0, syy - sy * sy / n - slope * sxy)
-    return Fit(slope, math.sqrt(residuals / (n - 2) / sxx), n, points[-1][0] - t0)
-
-
-def change_point(points: list[tuple[float, float]]) -> int:
-    """Where the series' newest stretch of one rate starts: 0, or the index that splits it into an
-    older stretch and a newer one (3 polls or more) that two lines explain far better than one
-    (an F test: F above CHANGE_F). Repeated on the newer stretch, so after several changes (a
-    consumer stopped, then a faster one started) the newest is found. Linear in the points per
-    split (running sums)."""
-    start = 0
-    while True:
-        split = _split(points[start:])
-        if not split:
-            return start
-        start += split
-
-
-def _split(points: list[tuple[float, float]]) -> int:
-    n = len(points)
-    if n < 5:
-        return 0
-    t0, st, sy, stt, sty, syy = _sums(points)
-    y0 = points[0][1]
-    # A change that matters to a forecast makes the newest half of the polls disagree with the
-    # whole: without that there is nothing to cut (and the search, most of the cost of a
-    # forecast, is skipped for nearly every queue)
-    _, hst, hsy, hstt, hsty, _ = _sums(points[n // 2 :])
-    if not _may_split(n, st, sy, stt, sty, syy, n - n // 2, hst, hsy, hstt, hsty):
-        return 0
-    one = _sse(n, st, sy, stt, sty, syy)
-    # the older stretch may be 2 polls (a line through them fits exactly), the newer needs 3
-    two, split = math.inf, 0
-    at = [0.0, 0.0, 0.0, 0.0, 0.0]  # running sums of the older stretch
-    for k, (t, y) in enumerate(points[:-3], start=1):
-        t, y = t - t0, y - y0
-        at[0] += t
-        at[1] += y
-        at[2] += t * t
-        at[3] += t * y
-        at[4] += y * y
-        if k < 2:
-            continue
-        both = _sse(k, *at) + _sse(n - k, st - at[0], sy - at[1], stt - at[2], sty - at[3], syy - at[4])
-        if both < two:
-            two, split = both, k
-    if two > 0 and (one - two) / 2 / (two / (n - 4)) <= CHANGE_F:
-        return 0
-    return split
-
-
-def _sse(m: int, st: float, sy: float, stt: float, sty: float, syy: float) -> float:
-    """The residual sum of squares of the least-squares line through m points, from their sums."""
-    sxx = stt - st * st / m
-    syy = syy - sy * sy / m
-    if sxx <= 0:
-        return max(0.0, syy)
-    sxy = sty - st * sy / m
-    return max(0.0, syy - sxy * sxy / sxx)
-
-
-# How much better two lines must fit than one before the older stretch is dropped. Measured on
-# 2,000 series of 20 polls at one rate: white noise about the line is cut 0.05 % of the time; a
-# rate that wanders from poll to poll (a random walk, as real offsets move) 21 % (10 % at F 25),
-# which then judges a newer, shorter stretch: noisier, not biased. At 25, a consumer replaced by a
-# faster one under load was not cut on the real cluster (a 120 s forecast for a 60 s drain).
-CHANGE_F = 12.0
 
 
 @dataclass
@@ -270,11 +170,13 @@ def _queue(label: str, known: list[tuple[float, dict, bool]], needed: int) -> Qu
     (one unknown is neither a point nor a break), newest first."""
     series = []  # (t, committed offset, max offset), newest first until reversed
     newer_offset = newer_top = 0
-    for t, queues, complete in known:
+    emptied = None  # where in `known` the queue last had no lag
+    for i, (t, queues, complete) in enumerate(known):
         position = queues.get(label)
         if position is None:
             if not complete:
                 continue  # part of the group unread then: perhaps this queue, not a lag of 0
+            emptied = i
             break  # no lag then: the series starts after
         offset, lag = position
         top = offset + lag
@@ -291,17 +193,15 @@ def _queue(label: str, known: list[tuple[float, dict, bool]], needed: int) -> Qu
         return QueueDrain(label, 0, reason=NOT_ENOUGH_HISTORY % {"points": 0, "needed": needed})
     offset, top = series[-1][1], series[-1][2]
     found = QueueDrain(label, top - offset, points=len(series))
-    if len(series) < needed:
-        found.reason = NOT_ENOUGH_HISTORY % {"points": len(series), "needed": needed}
-        return found
-    if rates is None:
-        found.reason = NOT_ENOUGH_HISTORY % {"points": len(series), "needed": needed}
+    if len(series) < needed or rates is None:
+        if emptied is None or not _kept_pace(found, series, known[emptied + 1 :]):
+            found.reason = NOT_ENOUGH_HISTORY % {"points": len(series), "needed": needed}
         return found
     consume_rate, produce_rate, lag = rates
     found.consume_rate, found.produce_rate = consume_rate, produce_rate
     found.judged_seconds = lag.seconds
     rate = -lag.slope  # messages drained per second, net of what arrives
-    if rate <= 0 and found.lag <= consume_rate * CAUGHT_UP_SECONDS and lag.slope <= 2 * lag.se:
+    if found.lag <= consume_rate * CAUGHT_UP_SECONDS and lag.slope <= 2 * lag.se:
         found.seconds = found.low = found.high = 0.0
         found.caught_up = True
         return found
@@ -312,6 +212,29 @@ def _queue(label: str, known: list[tuple[float, dict, bool]], needed: int) -> Qu
     slow = rate - 2 * lag.se
     found.high = found.lag / slow if slow > 0 else None
     return found
+
+
+def _kept_pace(found: QueueDrain, series: list[tuple[float, int, int]], older: list) -> bool:
+    """A queue that had no lag a poll or two ago, too few polls since to fit: caught up when its
+    lag now is within CAUGHT_UP_SECONDS of what it consumed from its oldest poll in the window
+    (`older`: the polls before it emptied, newest first) to now. The committed offset is a
+    counter, so the polls without lag between do not matter to that rate. Without it a queue
+    whose lag comes and goes (a few messages in flight at each poll) is never judged at all."""
+    t0, o0 = series[0][0], series[0][1]
+    for t, queues, _ in older:
+        position = queues.get(found.queue)
+        if position is None:
+            continue
+        if position[0] > o0:
+            break  # the counter went back (a reset): before it is another series
+        t0, o0 = t, position[0]
+    t1, o1 = series[-1][0], series[-1][1]
+    if t1 <= t0 or o1 <= o0 or found.lag > (o1 - o0) / (t1 - t0) * CAUGHT_UP_SECONDS:
+        return False
+    found.consume_rate, found.judged_seconds = (o1 - o0) / (t1 - t0), t1 - t0
+    found.seconds = found.low = found.high = 0.0
+    found.caught_up = True
+    return True
 
 
 def _one_pass(series: list[tuple[float, int, int]]) -> tuple[tuple[float, float, Fit] | None, bool]:
@@ -348,21 +271,7 @@ def _one_pass(series: list[tuple[float, int, int]]) -> tuple[tuple[float, float,
     rates = _fitted(n, st, stt, so, sto, sm, stm, syy, series[-1][0] - t0)
     if rates is None:
         return None, n >= 5
-    return rates, n >= 5 and _may_split(n, st, sy, stt, sty, syy, n - h, hst, hsy, hstt, hsty)
-
-
-def _may_split(n, st, sy, stt, sty, syy, m, hst, hsy, hstt, hsty) -> bool:
-    """`_split`'s first test from the sums: does the newest half disagree with the whole?"""
-    one = _sse(n, st, sy, stt, sty, syy)
-    if one <= 0:
-        return False
-    slope = (sty - st * sy / n) / (stt - st * st / n)
-    se = (one / (n - 2) / (stt - st * st / n)) ** 0.5
-    hxx = hstt - hst * hst / m
-    if m < 3 or hxx <= 0:
-        return False  # no fit of the newest half: _split cuts nothing
-    newest = (hsty - hst * hsy / m) / hxx
-    return abs(newest - slope) > 2 * se + 0.05 * abs(slope)
+    return rates, n >= 5 and may_split(n, st, sy, stt, sty, syy, n - h, hst, hsy, hstt, hsty)
 
 
 def _rates(series: list[tuple[float, int, int]]) -> tuple[float, float, Fit] | None:

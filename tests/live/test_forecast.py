@@ -161,6 +161,9 @@ def test_a_caught_up_queue_does_not_hide_a_draining_one_nor_a_stuck_lag_of_one()
     # one message nobody takes: no consumption, so a lag of 1 is not "in flight"
     stuck = forecast(samples(*((t, {Q0: (500, 501)}) for t in (0, 15, 30, 45))), THRESHOLDS)
     assert (stuck.state, stuck.caught_up) == (NOT_DRAINING, False)
+    # 20/s consumed, 10/s fed, 100 left: 5 s of consumption, in flight however it shrinks
+    ending = forecast(samples(*((t, {Q0: (20 * t, 550 + 10 * t)}) for t in (15, 30, 45))), THRESHOLDS)
+    assert (ending.state, ending.caught_up, ending.queues[0].lag) == (DRAINED, True, 100)
     # 10/s consumed, a lag of 200 that holds: 20 s of consumption, a backlog
     behind = forecast(samples(*((t, {Q0: (10 * t, 200 + 10 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS)
     assert behind.state == NOT_DRAINING
@@ -170,6 +173,33 @@ def test_a_small_lag_that_grows_is_not_caught_up():
     # 10/s consumed, 11/s produced: 1, 16, 31, 46 behind (under 10 s of consumption, but growing)
     drain = forecast(samples(*((t, {Q0: (10 * t, 1 + 11 * t)}) for t in (0, 15, 30, 45))), THRESHOLDS)
     assert (drain.state, drain.caught_up, drain.trend) == (NOT_DRAINING, False, GROWING)
+
+
+def test_a_lag_that_comes_and_goes_is_caught_up_on_what_the_queue_consumed_since_its_oldest_poll():
+    # 12.5/s consumed; lag 1, none, 2, none, 1 at 0..60 s: never 3 polls in a row to fit, but the
+    # committed offset went from 0 to 750 in 60 s (12.5/s): a lag of 1 is in flight
+    lags = {0: 1, 15: 0, 30: 2, 45: 0, 60: 1}
+    polls = samples(*((t, {Q0: (int(12.5 * t), int(12.5 * t) + lag)}) for t, lag in lags.items()))
+    drain = forecast(polls, THRESHOLDS)
+    assert (drain.state, drain.seconds, drain.caught_up, drain.reason) == (DRAINED, 0.0, True, None)
+    (queue,) = drain.queues
+    assert (queue.caught_up, queue.points, queue.consume_rate, queue.judged_seconds) == (True, 1, 12.5, 60.0)
+
+
+def test_a_burst_after_no_lag_and_a_queue_never_seen_lagging_stay_unjudged():
+    # 10/s consumed, no lag at 30 s, then 500 behind at 45 s: 50 s of what it consumed, a backlog
+    lags = {0: 1, 15: 2, 30: 0, 45: 500}
+    burst = forecast(samples(*((t, {Q0: (10 * t, 10 * t + lag)}) for t, lag in lags.items())), THRESHOLDS)
+    assert (burst.state, burst.caught_up) == (UNKNOWN, False)
+    assert burst.queues[0].reason == "not enough history: 1 poll(s) of 3 needed"
+    # no lag at all until the newest poll: nothing says what it consumes
+    new = forecast(samples((0, {}), (15, {}), (30, {Q0: (300, 301)})), THRESHOLDS)
+    assert (new.state, new.queues[0].reason) == (UNKNOWN, "not enough history: 1 poll(s) of 3 needed")
+    # reset back between its older polls and now: only what it consumed since counts (1 in 15 s)
+    reset = forecast(
+        samples((0, {Q0: (900, 901)}), (15, {Q0: (100, 102)}), (30, {}), (45, {Q0: (101, 120)})), THRESHOLDS
+    )
+    assert reset.state == UNKNOWN
 
 
 def test_polls_older_than_the_window_do_not_count():
@@ -216,13 +246,13 @@ def test_after_a_reset_each_queue_drains_its_new_lag_at_the_rate_its_consumers_s
 def test_a_poll_that_read_only_part_of_the_group_still_counts_for_the_queues_it_read():
     # seen on the real cluster: the newest poll had a problem elsewhere (a proxy unreadable), so
     # its sample was incomplete; its queues were read all the same and are points
-    polls = samples(*((t, {Q0: (20 * t, 1000), Q1: (20 * t, 1000)}) for t in (0, 15, 30, 45)))
+    polls = samples(*((t, {Q0: (20 * t, 5000), Q1: (20 * t, 5000)}) for t in (0, 15, 30, 45)))
     for poll in polls[2:]:
         poll.complete = False
     del polls[2].queues[Q1]  # Q1 unread at 30 s: neither a point nor a break
     drain = forecast(polls, THRESHOLDS)
     assert [q.points for q in drain.queues] == [4, 3]
-    assert drain.state == DRAINING and drain.seconds == pytest.approx(100 / 20)
+    assert drain.state == DRAINING and drain.seconds == pytest.approx(4100 / 20)
 
 
 @settings(max_examples=300, deadline=None)
