@@ -33,6 +33,7 @@ import pyarrow as pa
 from django.conf import settings
 
 from ..clusters.connect import run_on_cluster
+from ..jobs import collector
 from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError
 from ..rocketmq.models import MessageQueue
@@ -291,7 +292,8 @@ def run_posted(cluster: Cluster, redis, poll_id: str, index: int) -> str:
     part = board.plan(index)
     if part is None or time.time() >= part.deadline_at:
         return "expired"
-    return "read" if run_claimed(cluster, part, board, redis, post=True) is not None else "taken"
+    with collector.held_off():
+        return "read" if run_claimed(cluster, part, board, redis, post=True) is not None else "taken"
 
 
 def run_part(cluster: Cluster, part: Part, redis) -> PartResult:

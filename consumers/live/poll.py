@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from ..clusters.connect import run_on_cluster
+from ..jobs import collector
 from ..jobs.redis_client import get_redis
 from ..models import Cluster
 from ..rocketmq import AdminClient, RocketMQError, extend_deadline
@@ -33,7 +34,11 @@ def poll_cluster(cluster: Cluster, *, redis=None, history: HistoryStore | None =
     """`send(cluster_id, poll_id, part, deadline_at)`: how a poll of more than
     ROCKETMQ_POLL_PART_GROUPS groups reaches other workers (parts.py); without it (or with fewer
     groups) this process reads the whole cluster."""
-    redis = redis or get_redis()
+    with collector.held_off():
+        return _poll(cluster, redis or get_redis(), history, send)
+
+
+def _poll(cluster: Cluster, redis, history: HistoryStore | None, send) -> PollResult:
     lock = PollLock(redis, snapshots.key(cluster.pk, "lock"))
     if not lock.acquire(wait_for_silent_holder=True):
         return _skipped(cluster, lock, redis)
