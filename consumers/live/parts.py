@@ -40,7 +40,7 @@ from ..rocketmq.models import MessageQueue
 from ..rocketmq.positions import GroupProgress, Problem
 from ..rocketmq.proxies import ProxyStatus
 from ..rocketmq.snapshot import Listing, list_cluster, read_listing
-from . import building, notes, reading, snapshots, staging, window
+from . import building, notes, reading, snapshots, staging
 from .config import default_thresholds
 from .documents import GroupDocument
 from .history_rows import history_tables
@@ -315,11 +315,11 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
     with stages.timing("documents"):
         documents = build_documents(found, snapshots.LazyDetails(redis, cluster.pk), part.unreachable)
     with stages.timing("health"):
-        judge_part(cluster, part, documents, found.retention, redis)
+        samples = judge_part(cluster, part, documents, found.retention, redis)
     with stages.timing("history rows"):
         history = history_tables(documents.values())
     with stages.timing("staged"):
-        if not staging.stage_open(redis, cluster.pk, part.poll_id, documents):
+        if not staging.stage_open(redis, cluster.pk, part.poll_id, documents, samples):
             return _missing(part, notes.PART_LATE)  # the poll went on without this part
     return PartResult(
         documents={g: staging.light(d) for g, d in documents.items()},
@@ -333,15 +333,13 @@ def run_part(cluster: Cluster, part: Part, redis) -> PartResult:
     )
 
 
-def judge_part(cluster: Cluster, part: Part, documents: dict[str, GroupDocument], retention, redis) -> None:
-    """The part's groups judged here, on their own samples in the window, and this poll's samples
-    written beside the other parts' (window.py): the lock holder judges none of them again."""
+def judge_part(cluster: Cluster, part: Part, documents: dict[str, GroupDocument], retention, redis) -> dict:
+    """The part's groups judged here, on their own samples in the window (the lock holder judges
+    none of them again); this poll's samples, which are staged with the documents."""
     samples = {group: building.sample(doc, part.polled_at) for group, doc in documents.items()}
     overrides = {o.group: o.as_overrides() for o in cluster.health_overrides.all()}
     judge(cluster, documents, samples, default_thresholds(), overrides, redis, part.polled_at, retention, keep=False)
-    pipe = redis.pipeline(transaction=False)
-    window.write_range(pipe, cluster.pk, part.poll_id, samples)
-    pipe.execute()
+    return samples
 
 
 async def read_part(

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from redis.exceptions import WatchError
 
+from . import window
 from .documents import GroupDocument
+from .health import Sample
 from .window import key as cluster_key
 
 KEEP_SECONDS = 600  # a staging hash no poll published (its process died) goes after this long
@@ -37,12 +39,15 @@ def stage(pipe, name: str, documents: dict[str, GroupDocument]) -> None:
     pipe.expire(name, KEEP_SECONDS)
 
 
-def stage_open(redis, cluster_id: int, poll_id: str, documents: dict[str, GroupDocument]) -> bool:
-    """A part's documents into the poll's staging hash, unless the poll has closed it (`close`:
-    it publishes without this part, its groups carried over); False then, and nothing staged.
-    Checked in the same transaction as the write (WATCH), so no part's documents land between
-    the groups the poll carries over and its rename: the detail hash never holds a fresher
-    document than the index says."""
+def stage_open(
+    redis, cluster_id: int, poll_id: str, documents: dict[str, GroupDocument], samples: dict[str, Sample]
+) -> bool:
+    """A part's documents into the poll's staging hash, and its samples into the poll's window
+    entry (window.py), unless the poll has closed its staging (`close`: it publishes without
+    this part, its groups carried over); False then, and nothing written. Checked in the same
+    transaction as the writes (WATCH), so no part's documents land between the groups the poll
+    carries over and its rename (the detail hash never holds a fresher document than the index
+    says), and a carried group has one sample of the poll in the window, not two."""
     closed = key(cluster_id, poll_id) + ":closed"
     with redis.pipeline() as pipe:
         try:
@@ -51,6 +56,7 @@ def stage_open(redis, cluster_id: int, poll_id: str, documents: dict[str, GroupD
                 return False
             pipe.multi()
             stage(pipe, key(cluster_id, poll_id), documents)
+            window.write_range(pipe, cluster_id, poll_id, samples)
             pipe.execute()
         except WatchError:
             return False

@@ -5,9 +5,10 @@ drain forecast judge (publish.py) and the alerts' rates read.
     rmqc:<id>:window:<poll id>  hash: "<first group>\\n<last group>" -> {group: sample} of that range
 
 A poll's samples are kept by ranges of group names: a whole poll writes one range, a split poll
-(parts.py) one per part, written by the worker that read and judged the part. A part judges its
-groups on the fields whose ranges overlap its own, so it decodes about its share of the window,
-not every group's samples (at 50,000 groups, that decoding was most of a poll's health stage).
+(parts.py) one per part, written by the worker that read and judged the part in the transaction
+that stages its documents (staging.stage_open: a part too late for its poll writes neither). A
+part judges its groups on the fields whose ranges overlap its own, so it decodes about its share
+of the window, not every group's samples (at 50,000 groups, that was most of its health stage).
 Entries written before ranges ({"t", "s": every sample}) are still read until they age out.
 """
 

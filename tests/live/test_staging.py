@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from consumers.live import snapshots, staging
+from consumers.live import snapshots, staging, window
 from consumers.live.documents import ClusterMeta, GroupDocument, QueueRow
+from consumers.live.health import Sample
 from consumers.live.history_rows import history_tables
 
 
@@ -56,11 +57,16 @@ def test_a_split_polls_history_is_its_own_rows_and_the_parts(redis):
 
 def test_a_part_stages_nothing_once_the_poll_has_closed_its_staging(redis):
     doc = _doc("a", 3)
-    assert staging.stage_open(redis, 3, "p1", {"a": doc})
+    assert staging.stage_open(redis, 3, "p1", {"a": doc}, {"a": Sample(t=100.0, online=False, lag=3)})
     assert snapshots_hash(redis, "p1") == {"a"}
+    assert set(window.Reader(redis, 3, since=0).ranges) == set()  # the entry is not pushed yet
+    assert redis.hkeys(window.hash_key(3, "p1")) == [b"a\na"]
     staging.close(redis, 3, "p1")
-    assert not staging.stage_open(redis, 3, "p1", {"b": _doc("b", 1)})  # late: the poll carried it over
+    # late: the poll carried b over, and wrote b's sample of this poll itself: none from the part
+    late = staging.stage_open(redis, 3, "p1", {"b": _doc("b", 1)}, {"b": Sample(t=100.0, online=False, lag=1)})
+    assert not late
     assert snapshots_hash(redis, "p1") == {"a"}
+    assert redis.hkeys(window.hash_key(3, "p1")) == [b"a\na"]
 
 
 def test_a_close_between_a_parts_check_and_its_write_stops_the_write(redis, monkeypatch):
@@ -79,8 +85,9 @@ def test_a_close_between_a_parts_check_and_its_write_stops_the_write(redis, monk
         return pipe
 
     monkeypatch.setattr(redis, "pipeline", closing_meanwhile)
-    assert not staging.stage_open(redis, 3, "p2", {"a": _doc("a", 3)})
+    assert not staging.stage_open(redis, 3, "p2", {"a": _doc("a", 3)}, {"a": Sample(t=100.0, online=False, lag=3)})
     assert not redis.exists(staging.key(3, "p2"))
+    assert not redis.exists(window.hash_key(3, "p2"))
 
 
 def snapshots_hash(redis, poll_id: str) -> set[str]:
