@@ -217,21 +217,23 @@ def _queue(label: str, known: list[tuple[float, dict, bool]], needed: int) -> Qu
 def _kept_pace(found: QueueDrain, series: list[tuple[float, int, int]], older: list) -> bool:
     """A queue that had no lag a poll or two ago, too few polls since to fit: caught up when its
     lag now is within CAUGHT_UP_SECONDS of what it consumed from its oldest poll in the window
-    (`older`: the polls before it emptied, newest first) to now. The committed offset is a
-    counter, so the polls without lag between do not matter to that rate. Without it a queue
+    (`older`: the polls before it emptied, newest first) to now. The committed and max offsets
+    are counters, so the polls without lag between do not matter to the rates. Without it a queue
     whose lag comes and goes (a few messages in flight at each poll) is never judged at all."""
-    t0, o0 = series[0][0], series[0][1]
+    t0, o0, m0 = series[0]
     for t, queues, _ in older:
         position = queues.get(found.queue)
         if position is None:
             continue
-        if position[0] > o0:
-            break  # the counter went back (a reset): before it is another series
-        t0, o0 = t, position[0]
-    t1, o1 = series[-1][0], series[-1][1]
+        offset, top = position[0], position[0] + position[1]
+        if offset > o0 or top > m0:
+            break  # a counter went back (a reset): before it is another series
+        t0, o0, m0 = t, offset, top
+    t1, o1, m1 = series[-1]
     if t1 <= t0 or o1 <= o0 or found.lag > (o1 - o0) / (t1 - t0) * CAUGHT_UP_SECONDS:
         return False
-    found.consume_rate, found.judged_seconds = (o1 - o0) / (t1 - t0), t1 - t0
+    found.consume_rate, found.produce_rate = (o1 - o0) / (t1 - t0), (m1 - m0) / (t1 - t0)
+    found.judged_seconds = t1 - t0
     found.seconds = found.low = found.high = 0.0
     found.caught_up = True
     return True
@@ -324,7 +326,7 @@ def after_reset(rows: list[dict], drain_queues: list[dict]) -> dict:
     offset, drained at the net rate its consumers showed while they had a backlog (the group's
     latest forecast). A queue with a backlog after the reset but none now has no measured rate
     (its consumers only kept up with production): unknown, and counted as such."""
-    rates = {q["queue"]: q for q in drain_queues if q.get("consume_rate") is not None}
+    rates = {q["queue"]: q for q in drain_queues if None not in (q.get("consume_rate"), q.get("produce_rate"))}
     slowest, seconds, unknown = None, 0.0, 0
     for row in rows:
         if row.get("target") is None or row.get("max") is None:

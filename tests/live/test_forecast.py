@@ -184,6 +184,11 @@ def test_a_lag_that_comes_and_goes_is_caught_up_on_what_the_queue_consumed_since
     assert (drain.state, drain.seconds, drain.caught_up, drain.reason) == (DRAINED, 0.0, True, None)
     (queue,) = drain.queues
     assert (queue.caught_up, queue.points, queue.consume_rate, queue.judged_seconds) == (True, 1, 12.5, 60.0)
+    assert queue.produce_rate == 12.5  # max offsets 1 -> 751 over the same 60 s
+    # a reset's preview drains a backlog put on it at those rates: 12.5 - 12.5 = 0, never
+    plan = [{"label": Q0, "max": 751, "target": 0}]
+    assert after_reset(plan, [queue.to_wire()])["state"] == NOT_DRAINING
+    assert after_reset(plan, [{**queue.to_wire(), "produce_rate": None}])["state"] == UNKNOWN  # a rate not read
 
 
 def test_a_burst_after_no_lag_and_a_queue_never_seen_lagging_stay_unjudged():
