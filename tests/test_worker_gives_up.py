@@ -70,6 +70,21 @@ def test_a_worker_that_loses_its_broker_for_good_exits_69(tmp_path: Path):
     print(f"exited {code} {time.monotonic() - lost:.1f} s after Redis was killed (give up after {GIVE_UP} s)")
 
 
+def test_a_worker_whose_shutdown_fails_after_giving_up_still_exits_69(tmp_path: Path):
+    """The shutdown after giving up raises (injected with --include): the status still says why."""
+    server = LocalRedis(tmp_path / "redis")
+    worker = start_worker(tmp_path, server.url, include="tests.support.failing_shutdown")
+    try:
+        worker.wait_for_log("ready.", 90)
+        server.process.signal(signal.SIGKILL)
+        code = exit_code_within(worker, GIVE_UP + 60)
+    finally:
+        server.stop()
+    log = worker.log_path.read_text(errors="replace")  # the traceback comes a character a line
+    assert code == EX_UNAVAILABLE, worker.log_tail()
+    assert "giving up" in log and "no attribute 'connection_errors'" in log, worker.log_tail()
+
+
 def test_a_worker_whose_shutdown_hangs_after_giving_up_still_exits_69(tmp_path: Path):
     """The shutdown after giving up is made to hang (the pool's stop never returns, injected with
     --include): the worker exits 69 anyway, SHUTDOWN_GRACE_SECONDS later, with its threads' stacks
