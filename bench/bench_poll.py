@@ -17,7 +17,8 @@ With --workers N the same cluster is also polled as production polls it: the pol
 `celery worker --pool prefork -c N` (a cluster of more than ROCKETMQ_POLL_PART_GROUPS groups then
 read in parts by those processes, live/parts.py), timed from the task's sending to its documents
 in Redis, against the in-process poll of the same size in the same run; with each worker
-process's peak RSS and Redis's memory.
+process's peak RSS, Redis's memory, and the CPU seconds a poll took in the workers and in the
+brokers (on cores the broker shares, steadier from run to run than the time a poll takes).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class Size:
     redis_bytes: int = 0
     pooled: list[float] = field(default_factory=list)  # through the workers: sent to published
     pool_rss: list[int] = field(default_factory=list)  # each worker process's peak
+    # CPU seconds each poll through the workers took: the worker processes' (summed), the brokers'
+    # JVMs'; on cores shared with the broker, more steady from run to run than the time taken
+    pool_cpu: list[tuple[float, float]] = field(default_factory=list)
     redis_used: int = 0  # Redis's used_memory after them
 
     @property
@@ -144,8 +148,10 @@ def _poll_through_workers(cluster, size: Size, polls: int, workers: int) -> None
     redis = get_redis()
     try:
         pool.wait_for_log(" ready.", 120)
+        brokers = [pid for pid in _children(os.getpid()) if b"BrokerStartup" in _cmdline(pid)]
         for i in range(polls):
             before = snapshots.read_meta(redis, cluster.pk)
+            workers_cpu, brokers_cpu = _cpu_seconds([pool.pid, *_children(pool.pid)]), _cpu_seconds(brokers)
             sent = time.monotonic()
             poll_task.apply_async((cluster.pk,))
             while True:
@@ -155,10 +161,13 @@ def _poll_through_workers(cluster, size: Size, polls: int, workers: int) -> None
                     break
                 time.sleep(0.05)
             size.pooled.append(time.monotonic() - sent)
+            size.pool_cpu.append((_cpu_seconds([pool.pid, *_children(pool.pid)]) - workers_cpu,
+                                  _cpu_seconds(brokers) - brokers_cpu))  # fmt: skip
             parts = meta.stages.get("parts read")
             how = f"parts read in {parts:.3f} s" if parts else "one process"
             print(f"{size.groups} groups through {workers} workers, poll {i + 1}: {size.pooled[-1]:.3f} s "
-                  f"({meta.status}, {how}), {meta.groups} groups")  # fmt: skip
+                  f"({meta.status}, {how}), {meta.groups} groups; CPU s: workers {size.pool_cpu[-1][0]:.1f}, "
+                  f"brokers {size.pool_cpu[-1][1]:.1f}")  # fmt: skip
             print("   " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in meta.stages.items()))
         size.pool_rss = [_peak_rss(pid) for pid in _children(pool.pid)]
         size.redis_used = int(redis.info("memory")["used_memory"])
@@ -176,6 +185,28 @@ def _children(pid: int) -> list[int]:
             except (OSError, ValueError):
                 continue
     return found
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """The CPU time (user and system) these processes have used so far; a process gone since
+    (a pool child replaced) no longer counts, so a poll's figure is at most an undercount."""
+    import os
+
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime and stime: fields 14 and 15 of stat
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _reset_peak_rss() -> None:
@@ -216,6 +247,9 @@ def _report(sizes: list[Size]) -> None:
         print(f"  {'worst':<22}" + "".join(f"{max(s.pooled[1:] or s.pooled):>10.3f}" for s in sizes))
         print(f"  {'ratio to in-process':<22}" + "".join(
             f"{statistics.median(s.pooled[1:] or s.pooled) / s.median:>10.2f}" for s in sizes))  # fmt: skip
+        for label, at in (("CPU s workers", 0), ("CPU s brokers", 1)):
+            row = [statistics.median(c[at] for c in (s.pool_cpu[1:] or s.pool_cpu or [(0.0, 0.0)])) for s in sizes]
+            print(f"  {label:<22}" + "".join(f"{v:>10.1f}" for v in row))
         print(f"  {'peak RSS a process':<22}" + "".join(f"{max(s.pool_rss or [0]) / 2**20:>9.0f}M" for s in sizes))
         print(f"  {'Redis used_memory':<22}" + "".join(f"{s.redis_used / 2**20:>9.0f}M" for s in sizes))
         for size in sizes:
