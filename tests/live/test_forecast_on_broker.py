@@ -34,6 +34,15 @@ def test_a_group_not_keeping_up_then_catching_up_is_forecast_as_it_happens(
         poll_cluster(cluster)
         return snapshots.read_details(redis, cluster.pk)[group]
 
+    def poll_until(done, polls: int):
+        """Polls POLL_SPACING apart until `done(document)`, at most `polls`: the last document."""
+        for _ in range(polls):
+            time.sleep(POLL_SPACING)
+            doc = poll()
+            if done(doc):
+                break
+        return doc
+
     traffic.produce(topic, BACKLOG, quiet=True, timeout=180)
     producer = traffic.produce(topic, -1, rate=50, quiet=True, wait=False)
     try:
@@ -43,11 +52,7 @@ def test_a_group_not_keeping_up_then_catching_up_is_forecast_as_it_happens(
         # "growing" once the fitted slope is clear of its own spread: the committed offsets move in
         # steps (the client commits every 5 s), so on loaded cores three polls were once too few
         # to tell it from "steady" (trend steady at 6-7/s consumed against 12.4/s produced per queue)
-        for _ in range(10):
-            time.sleep(POLL_SPACING)
-            doc = poll()
-            if doc.drain["trend"] == "growing":
-                break
+        doc = poll_until(lambda doc: doc.drain["trend"] == "growing", 10)
         print(f"\nconsuming near 30/s against 50/s: {doc.drain}")
         assert (doc.drain["state"], doc.drain["trend"]) == ("NOT_DRAINING", "growing"), doc.drain_queues
 
@@ -97,11 +102,7 @@ def test_a_group_not_keeping_up_then_catching_up_is_forecast_as_it_happens(
 
         # drained, still fed at 50/s: the queues' lag comes and goes (what is in flight, none at
         # some polls), and the group reads caught up, not "not enough history" (as it once did)
-        for _ in range(20):
-            time.sleep(POLL_SPACING)
-            doc = poll()
-            if doc.drain["state"] == "DRAINED":
-                break
+        doc = poll_until(lambda doc: doc.drain["state"] == "DRAINED", 20)
         print(f"caught up: {doc.drain} {doc.drain_queues}")
         assert (doc.drain["state"], doc.drain["caught_up"]) == ("DRAINED", True), doc.drain_queues
     finally:
