@@ -346,13 +346,21 @@ def in_thread(function, *args):
         return pool.submit(function, *args).result()
 
 
+def new_context(browser, **options):
+    """A browser context of the tests: every page of every test opened through it.
+
+    Navigation may wait longer than Playwright's 30 s: on CI's two loaded cores (four pytest
+    workers, the brokers, the proxy and Java clients, another test's own RocketMQ) a page with
+    plotly once took more, and so did a second context's first page. These tests check what the
+    pages do; their speed is measured under bench/."""
+    context = browser.new_context(**{"viewport": {"width": 1400, "height": 1000}, **options})
+    context.set_default_navigation_timeout(90_000)
+    return context
+
+
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    # Navigation may wait longer than Playwright's 30 s: on CI's two loaded cores (four pytest
-    # workers, the brokers, the proxy and Java clients) a page with plotly once took more. These
-    # tests check what the pages do; their speed is measured under bench/.
-    context.set_default_navigation_timeout(90_000)
+    context = new_context(browser)
     page = context.new_page()
     yield page
     context.close()

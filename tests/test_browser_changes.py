@@ -12,7 +12,7 @@ import pytest
 
 from consumers.live.poll import poll_cluster
 from devstack.mqadmin import parse_consumer_progress
-from tests.conftest import in_thread
+from tests.conftest import in_thread, new_context
 from tests.test_browser import log_in, still_the_page, submit, watch_errors
 
 # transactional: the live server runs in another thread; serialized rollback keeps the role
@@ -50,7 +50,7 @@ def test_an_operator_requests_a_reset_and_an_approver_approves_it(
     assert page.locator("#approve").count() == 0  # not for the requester
     pk = ChangeRequest.objects.get(group=group).pk
 
-    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    approver = new_context(browser).new_page()
     log_in(approver, live_server.url, "approver", "/changes/")
     assert approver.locator("#pending-badge").inner_text() == "1"
     approver.click(f"tr[data-change='{pk}'] a")
@@ -185,7 +185,7 @@ def test_the_other_main_actions_with_debug_on(
     assert page.locator("#change-state").inner_text() == "pending"
     assert request.events.filter(action="refresh-preview").count() == 1
 
-    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    approver = new_context(browser).new_page()
     approver_errors = watch_errors(approver)
     log_in(approver, live_server.url, "approver", f"/changes/{request.pk}/")
     approver.fill("input[name=reason][placeholder^='why reject']", "not during the sale")
@@ -217,7 +217,7 @@ def test_an_operator_skips_a_message_then_pauses_the_group_and_an_approver_appro
     )
     queued = []
     monkeypatch.setattr(tasks.execute_change, "delay", queued.append)  # the test plays the worker
-    approver = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    approver = new_context(browser).new_page()
     log_in(approver, live_server.url, "approver", "/changes/")
 
     def approve_and_run(kind: str) -> None:

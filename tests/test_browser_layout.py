@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import new_context
 from tests.support.world import build
 from tests.test_browser import log_in
 
@@ -37,7 +38,7 @@ def world(redis, history_dir, personas):
 def test_at_1280_px_the_header_keeps_its_items_on_one_line_and_no_page_is_wider_than_the_window(
     browser, live_server, world
 ):
-    context = browser.new_context(viewport={"width": WIDTH, "height": 800})
+    context = new_context(browser, viewport={"width": WIDTH, "height": 800})
     page = context.new_page()
     try:
         base = live_server.url

@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from devstack.processes import ManagedProcess, free_port
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, new_context
 from tests.test_browser import CSP_WATCH, submit, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.broker, pytest.mark.slow]
@@ -168,7 +168,7 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
     browser, production_server, settled
 ):
     base, group = production_server, settled.lagging.group
-    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
+    context = new_context(browser, locale="zh-CN")
     page = context.new_page()
     errors = watch_errors(page)
     try:
@@ -200,7 +200,7 @@ def test_a_chinese_browser_gets_the_main_pages_in_chinese_and_a_switch_to_englis
         assert page.evaluate("document.documentElement.lang") == "en"
     finally:
         context.close()
-    again = browser.new_context(locale="zh-CN")
+    again = new_context(browser, locale="zh-CN")
     page = again.new_page()
     try:
         sign_in(page, base, "operator")

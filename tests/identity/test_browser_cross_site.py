@@ -17,7 +17,7 @@ from consumers.changes.models import ChangeRequest
 from consumers.changes.workflow import Actor
 from consumers.identity import access, create_token
 from consumers.models import Cluster
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, new_context
 from tests.test_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -93,11 +93,11 @@ def test_another_site_cannot_approve_through_the_approvers_browser(
         # HTTP Basic turned on, and a browser that holds the approver's password: it offers it
         # only when challenged for Basic, which the API never does (it asks for a Bearer token)
         settings.API_BASIC_AUTH = True
-        context = browser.new_context(http_credentials={"username": "approver", "password": PASSWORD})
+        context = new_context(browser, http_credentials={"username": "approver", "password": PASSWORD})
         page = context.new_page()
         assert page.goto(f"{live_server.url}/api/changes/").status == 401
     else:
-        context = browser.new_context()
+        context = new_context(browser)
         page = context.new_page()
         log_in(page, live_server.url, "approver", "/changes/")
     api = f"{live_server.url}/api/changes/{change.pk}/approve/"
