@@ -32,15 +32,26 @@ LOOP_SECONDS = 5  # CELERY_BEAT_MAX_LOOP_INTERVAL
 # both beats running: 90 s in the suite; BEAT_FAILOVER_SECONDS=300 for the issue's five minutes
 BOTH_SECONDS = float(os.environ.get("BEAT_FAILOVER_SECONDS", 90))
 DISPATCH_EVERY, HOUSEKEEPING_EVERY = 0.5, 30.0  # dashboard/settings/jobs.py: CELERY_BEAT_SCHEDULE
-RECEIVED = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/MainProcess\] Task ([\w.]+)\[[-\w]+\] received")
+STAMP = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/MainProcess\] "
+RECEIVED = re.compile(STAMP + r"Task ([\w.]+)\[[-\w]+\] received")
+SENT = re.compile(STAMP + r"Scheduler: Sending due task [-\w]+ \(([\w.]+)\)")
 
 
 def received(workers, task: str, since: float, until: float) -> list[float]:
     """When the workers received `task` (epoch seconds, both workers' logs), in [since, until)."""
+    return logged([worker.log_path for worker in workers], RECEIVED, task, since, until)
+
+
+def sent(beat_log: Path, task: str, since: float, until: float) -> list[float]:
+    """When a beat sent `task`, from its own log, in [since, until)."""
+    return logged([beat_log], SENT, task, since, until)
+
+
+def logged(paths: list[Path], pattern: re.Pattern, task: str, since: float, until: float) -> list[float]:
     times = []
-    for worker in workers:
-        for line in worker.log_path.read_text(errors="replace").splitlines():
-            found = RECEIVED.match(line)
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines():
+            found = pattern.match(line)
             if found and found[2] == task:
                 at = dt.datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()  # the worker's local time
                 if since <= at < until:
@@ -85,12 +96,19 @@ def test_two_beats_send_each_task_once_and_the_standby_takes_over(tmp_path: Path
              HOUSEKEEPING_EVERY + LOCK_SECONDS + LOOP_SECONDS + 10, "housekeeping sent by the second beat")  # fmt: skip
         ended = time.time()
 
-        # both running: each entry sent once, by the first beat only
-        dispatched = received(workers, "consumers.live.tasks.dispatch_polls", both_from, both_until)
+        # both running: each entry sent once, by the first beat only. What the workers received is
+        # compared with what the first beat says it sent, not with the schedule: a beat on loaded
+        # cores sends a 0.5 s entry late and skips the ticks it missed (129 of 180 once in the
+        # suite), which says the machine was busy, not that a send was lost or doubled
+        task = "consumers.live.tasks.dispatch_polls"
+        dispatched = received(workers, task, both_from, both_until)
+        by_first = sent(tmp_path / "beat.log", task, both_from, both_until)
         expected = BOTH_SECONDS / DISPATCH_EVERY
-        print(f"\n  two beats for {BOTH_SECONDS:.0f} s: {len(dispatched)} dispatches received (one beat: "
-              f"{expected:.0f}); the standby took over {took_over:.1f} s after the active one was killed")  # fmt: skip
-        assert 0.8 * expected <= len(dispatched) <= expected + 2
+        print(f"\n  two beats for {BOTH_SECONDS:.0f} s: {len(dispatched)} dispatches received, {len(by_first)} sent "
+              f"by the active beat (on time: {expected:.0f}); the standby took over {took_over:.1f} s after the "
+              "active one was killed")  # fmt: skip
+        assert abs(len(dispatched) - len(by_first)) <= 2  # a send at either edge of the span received across it
+        assert expected / 2 <= len(dispatched) <= expected + 2
         standby_log = (tmp_path / "beat-2.log").read_text(errors="replace")
         assert "Sending due task" not in standby_log.split("beat: active")[0]
         # housekeeping every 30 s throughout: never two within half a period, never a gap beyond the take-over
