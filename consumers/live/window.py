@@ -98,7 +98,7 @@ def _inside(redis, cluster_id: int, since: float) -> list[bytes]:
 class Reader:
     """The window read a range of groups at a time, in ascending order (`samples`): each stored
     range is decoded once, when the groups asked first overlap it, and dropped once they have
-    passed it. `read(groups=...)` in pieces, holding a few thousand groups' samples at a time."""
+    passed it: a few thousand groups' samples held at a time. `read` is one call of it."""
 
     def __init__(self, redis, cluster_id: int, *, since: float):
         self.redis = redis
@@ -119,20 +119,13 @@ class Reader:
         first, last = groups[0], groups[-1]
         for held in [k for k in self.decoded if k[1][1] < first]:
             del self.decoded[held]  # wholly before these groups: no later call needs it
-        wanted = [(name, span) for name, spans in self.ranges.items() for span in spans
-                  if _meets(span, first, last) and (name, span) not in self.decoded]  # fmt: skip
-        if wanted:
-            pipe = self.redis.pipeline(transaction=False)
-            for name, span in wanted:
-                pipe.hget(name, f"{span[0]}\n{span[1]}")
-            for held, blob in zip(wanted, pipe.execute(), strict=True):
-                self.decoded[held] = json.loads(blob) if blob else {}
+        self._decode(
+            [(name, span) for name, spans in self.ranges.items() for span in spans if _meets(span, first, last)]
+        )
         per_entry = []
-        for index, (name, raw) in enumerate(self.entries):
+        for index, (name, _) in enumerate(self.entries):
             if name is None:
-                if index not in self.legacy:
-                    self.legacy[index] = json.loads(raw)["s"]
-                per_entry.append([self.legacy[index]])
+                per_entry.append([self._legacy(index)])
             else:
                 held = [(name, span) for span in self.ranges[name] if _meets(span, first, last)]
                 per_entry.append([self.decoded[h] for h in held if h in self.decoded])
@@ -142,6 +135,32 @@ class Reader:
             if samples:
                 found[group] = samples
         return found
+
+    def everything(self) -> dict[str, list[Sample]]:
+        """Every group's samples, oldest first: each range decoded, in one pass (for a reader of
+        the whole window, such as the alerts' rates of a split poll's groups)."""
+        self._decode([(name, span) for name, spans in self.ranges.items() for span in spans])
+        found: dict[str, list[Sample]] = {}
+        for index, (name, _) in enumerate(self.entries):
+            parts = [self._legacy(index)] if name is None else [self.decoded[(name, s)] for s in self.ranges[name]]
+            for part in parts:
+                for group, wire in part.items():
+                    found.setdefault(group, []).append(Sample.from_wire(wire))
+        return found
+
+    def _decode(self, ranges: list[tuple[str, tuple[str, str]]]) -> None:
+        wanted = [held for held in ranges if held not in self.decoded]
+        if wanted:
+            pipe = self.redis.pipeline(transaction=False)
+            for name, span in wanted:
+                pipe.hget(name, f"{span[0]}\n{span[1]}")
+            for held, blob in zip(wanted, pipe.execute(), strict=True):
+                self.decoded[held] = json.loads(blob) if blob else {}
+
+    def _legacy(self, index: int) -> dict:
+        if index not in self.legacy:
+            self.legacy[index] = json.loads(self.entries[index][1])["s"]
+        return self.legacy[index]
 
 
 def _meets(span: tuple[str, str], first: str, last: str) -> bool:
@@ -154,37 +173,10 @@ def _span(field: bytes | str) -> tuple[str, str]:
 
 
 def read(redis, cluster_id: int, *, since: float, groups: list[str] | None = None) -> dict[str, list[Sample]]:
-    """Each group's samples newer than `since`, oldest first; with `groups` (sorted), theirs only,
-    read from the ranges that overlap them."""
-    inside = _inside(redis, cluster_id, since)
-    wanted = set(groups) if groups is not None else None
-    span = (groups[0], groups[-1]) if groups else None
-    hashes = [_hash_of(raw) for raw in inside]
-    pipe = redis.pipeline(transaction=False)
-    for name in filter(None, hashes):
-        pipe.hkeys(name)
-    fields = iter(pipe.execute())
-    chosen = {}
-    for name in filter(None, hashes):
-        chosen[name] = [f for f in next(fields) if _overlaps(f, span)]
-    pipe = redis.pipeline(transaction=False)
-    for name in filter(None, hashes):
-        if chosen[name]:
-            pipe.hmget(name, chosen[name])
-    blobs = iter(pipe.execute())
-    samples: dict[str, list[Sample]] = {}
-    if groups is not None:
-        samples = {g: [] for g in groups}
-    for raw, name in zip(inside, hashes, strict=True):
-        if name is None:
-            parts = [json.loads(raw)["s"]]
-        else:
-            parts = [json.loads(blob) for blob in next(blobs) if blob] if chosen[name] else []
-        for part in parts:
-            for group, wire in part.items():
-                if wanted is None or group in wanted:
-                    samples.setdefault(group, []).append(Sample.from_wire(wire))
-    return {g: s for g, s in samples.items() if s}
+    """Each group's samples newer than `since`, oldest first; with `groups`, theirs only, read
+    from the ranges that overlap them."""
+    reader = Reader(redis, cluster_id, since=since)
+    return reader.everything() if groups is None else reader.samples(sorted(groups))
 
 
 def _hash_of(raw: bytes | str) -> str | None:
@@ -193,13 +185,6 @@ def _hash_of(raw: bytes | str) -> str | None:
         return None
     entry = json.loads(raw)
     return entry["h"] if "h" in entry and "s" not in entry else None
-
-
-def _overlaps(field: bytes | str, span: tuple[str, str] | None) -> bool:
-    if span is None:
-        return True
-    first, last = (field.decode() if isinstance(field, bytes) else field).split("\n", 1)
-    return not (last < span[0] or first > span[1])
 
 
 def _entry_time(raw: bytes | str) -> float:

@@ -162,8 +162,8 @@ def test_the_window_drops_the_entries_no_poll_will_judge_on_again(redis):
 
 def test_the_window_is_read_a_range_of_groups_at_a_time_each_range_decoded_once(redis, monkeypatch):
     """A whole poll and a split poll cut their ranges at different groups; read in pieces
-    (window.Reader, as a poll judges), every piece is what `read` gives for it, each stored range is
-    fetched once, and a range is let go once the pieces have passed it."""
+    (window.Reader, as a poll judges), every piece has its groups' samples of both polls, each
+    stored range is fetched once, and a range is let go once the pieces have passed it."""
     monkeypatch.setattr(window, "RANGE_GROUPS", 3)
     names = [f"g{i:02d}" for i in range(10)]
     for t, parts in ((100.0, [names]), (115.0, [names[:5], names[5:]])):
@@ -185,12 +185,17 @@ def test_the_window_is_read_a_range_of_groups_at_a_time_each_range_decoded_once(
         return pipe
 
     monkeypatch.setattr(reader.redis, "pipeline", counting)
+    # the lags written: the whole poll's 100 + i, the split poll's 115 + the group's place in its part
+    lags = {n: [100 + k, 115 + k % 5] for k, n in enumerate(names)}
     for at in range(0, 10, 3):
         piece = names[at : at + 3]
-        assert reader.samples(piece) == window.read(redis, 7, since=0, groups=piece)
+        assert {g: [s.lag for s in found] for g, found in reader.samples(piece).items()} == {g: lags[g] for g in piece}
         assert all(span[1] >= piece[0] for _, span in reader.decoded)  # the passed ones let go
     assert len(fetched) == len(set(fetched)) == 8
     assert [s.lag for s in reader.samples(["g09"])["g09"]] == [109, 119]
+    whole = window.read(redis, 7, since=0)  # every group at once (the alerts' rates of a split poll)
+    assert {g: [s.lag for s in found] for g, found in whole.items()} == lags
+    assert [s.t for s in whole["g04"]] == [100.0, 115.0]
 
 
 def _hashes(redis) -> list[str]:
