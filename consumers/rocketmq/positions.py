@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .codes import RETRY_PREFIX
-from .models import ConsumerConnection, ConsumerRunningInfo, MessageQueue, TopicOffset
+from .models import ConsumerConnection, ConsumerRunningInfo, MessageQueue, TopicOffset, shared_queue
 
 
 @dataclass(slots=True)
@@ -53,7 +53,9 @@ class QueueProgress:
 
     @property
     def queue(self) -> MessageQueue:
-        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+        # read several times a queue in a poll (lag times, tag lag, retention, documents), each a
+        # dict key: shared, not built each time (0.55 s of a 12,500-group poll's profile)
+        return shared_queue(self.topic, self.broker_name, self.queue_id)
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from .topology import (
     TopicRoute,
     is_system_group,
     is_system_topic,
+    shared_queue,
     topic_kind,
 )
 
@@ -60,5 +61,6 @@ __all__ = [
     "TopicStatsTable",
     "is_system_group",
     "is_system_topic",
+    "shared_queue",
     "topic_kind",
 ]

@@ -76,7 +76,7 @@ class MessageQueue:
         if not isinstance(data, dict):
             raise ProtocolError(f"message queue is not an object: {data!r}")
         try:
-            return _queue(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
+            return shared_queue(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed message queue {data!r}: {exc}") from None
 
@@ -94,9 +94,10 @@ class MessageQueue:
 
 
 @functools.lru_cache(maxsize=65536)
-def _queue(topic: str, broker_name: str, queue_id: int) -> MessageQueue:
-    # The same queues come back in every group's stats: build each once (frozen dataclasses
-    # are slow to construct) and share it.
+def shared_queue(topic: str, broker_name: str, queue_id: int) -> MessageQueue:
+    """The queue, built once and shared: the same queues come back in every group's stats, a
+    frozen dataclass is slow to construct, and a dict finds a shared key by identity before it
+    compares fields."""
     return MessageQueue(topic, broker_name, queue_id)
 
 
