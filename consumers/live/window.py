@@ -18,7 +18,7 @@ import json
 import uuid
 
 from .health import Sample
-from .jsonwire import dumps
+from .jsonwire import dumps, loads
 
 WINDOW_ENTRIES = 120  # covers windows up to 30 min at the default 15 s interval
 # a range holds this many groups at most: a part (12,500 groups) writes five, and judges its
@@ -155,11 +155,11 @@ class Reader:
             for name, span in wanted:
                 pipe.hget(name, f"{span[0]}\n{span[1]}")
             for held, blob in zip(wanted, pipe.execute(), strict=True):
-                self.decoded[held] = json.loads(blob) if blob else {}
+                self.decoded[held] = loads(blob) if blob else {}
 
     def _legacy(self, index: int) -> dict:
         if index not in self.legacy:
-            self.legacy[index] = json.loads(self.entries[index][1])["s"]
+            self.legacy[index] = loads(self.entries[index][1])["s"]
         return self.legacy[index]
 
 
