@@ -14,6 +14,7 @@ from consumers.live.forecast import (
     SHRINKING,
     STEADY,
     UNKNOWN,
+    _idle,
     _one_pass,
     _rates,
     after_reset,
@@ -274,3 +275,18 @@ def test_the_one_pass_gives_the_rates_and_never_misses_a_cut(steps):
     assert rates == (_rates(series) if len(series) >= 3 else rates)
     if change_point([(t, m - o) for t, o, m in series]) != 0:
         assert cut
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=24), st.integers(0, 10**12), st.integers(1, 5_000))
+def test_an_idle_queue_gets_the_one_pass_figures_without_its_sums(gaps, offset, lag):
+    """A series where neither counter moves (an idle group's lagging queue): `_idle` gives what
+    `_one_pass` gives, to the bit, and no cut."""
+    series, t = [(1.7e9, offset, offset + lag)], 1.7e9
+    for gap in gaps:
+        t += gap
+        series.append((t, offset, offset + lag))
+    assert _idle(series) == _one_pass(series)[0] and _one_pass(series)[1] is False
+    drain = forecast(samples(*((t, {Q0: (o, m)}) for t, o, m in series)), THRESHOLDS)
+    if len(series) >= 3:  # judged: nothing consumed, nothing produced, not draining
+        assert drain.state == NOT_DRAINING and drain.queues[0].consume_rate == drain.queues[0].produce_rate == 0
