@@ -17,8 +17,9 @@ With --workers N the same cluster is also polled as production polls it: the pol
 `celery worker --pool prefork -c N` (a cluster of more than ROCKETMQ_POLL_PART_GROUPS groups then
 read in parts by those processes, live/parts.py), timed from the task's sending to its documents
 in Redis, against the in-process poll of the same size in the same run; with each worker
-process's peak RSS, Redis's memory, and the CPU seconds a poll took in the workers and in the
-brokers (on cores the broker shares, steadier from run to run than the time a poll takes).
+process's peak RSS, Redis's memory (after the polls, and its highest while they ran), and the
+CPU seconds a poll took in the workers and in the brokers (on cores the broker shares, steadier
+from run to run than the time a poll takes).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class Size:
     # JVMs'; on cores shared with the broker, more steady from run to run than the time taken
     pool_cpu: list[tuple[float, float]] = field(default_factory=list)
     redis_used: int = 0  # Redis's used_memory after them
+    # its highest while they ran (sampled every 50 ms): a split poll's staged documents sit beside
+    # the detail hash until the poll renames them over it
+    redis_peak: int = 0
 
     @property
     def median(self) -> float:
@@ -159,6 +163,7 @@ def _poll_through_workers(cluster, size: Size, polls: int, workers: int) -> None
                 published = meta and (before is None or meta.polled_at > before.polled_at)
                 if published and not redis.exists(snapshots.key(cluster.pk, "lock")):  # and its task done
                     break
+                size.redis_peak = max(size.redis_peak, int(redis.info("memory")["used_memory"]))
                 time.sleep(0.05)
             size.pooled.append(time.monotonic() - sent)
             size.pool_cpu.append((_cpu_seconds([pool.pid, *_children(pool.pid)]) - workers_cpu,
@@ -252,6 +257,7 @@ def _report(sizes: list[Size]) -> None:
             print(f"  {label:<22}" + "".join(f"{v:>10.1f}" for v in row))
         print(f"  {'peak RSS a process':<22}" + "".join(f"{max(s.pool_rss or [0]) / 2**20:>9.0f}M" for s in sizes))
         print(f"  {'Redis used_memory':<22}" + "".join(f"{s.redis_used / 2**20:>9.0f}M" for s in sizes))
+        print(f"  {'Redis peak in a poll':<22}" + "".join(f"{s.redis_peak / 2**20:>9.0f}M" for s in sizes))
         for size in sizes:
             if size.groups >= 50_000:
                 median, worst = statistics.median(size.pooled[1:] or size.pooled), max(size.pooled[1:] or size.pooled)

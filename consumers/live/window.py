@@ -10,12 +10,20 @@ that stages its documents (staging.stage_open: a part too late for its poll writ
 part judges its groups on the fields whose ranges overlap its own, so it decodes about its share
 of the window, not every group's samples (at 50,000 groups, that was most of its health stage).
 Entries written before ranges ({"t", "s": every sample}) are still read until they age out.
+
+A range's value is its JSON compressed (zlib, level 1): at 50,000 groups with lagging queues an
+entry was about 13 MB of JSON, and with polls every 16 s the window's 19 entries were most of
+the cluster's Redis memory; compressed, about a quarter, for 4 ms a range to write and 2 ms to
+read. Ranges written before as plain JSON are read as they are. A worker of the release before
+this one cannot read a compressed range: its poll fails (stale, with the reason) until it is
+replaced, as a rolling deploy does within a poll or two.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+import zlib
 
 from .health import Sample
 from .jsonwire import dumps, loads
@@ -50,7 +58,7 @@ def write_range(pipe, cluster_id: int, window_id: str, samples: dict[str, Sample
     for at in range(0, len(names), RANGE_GROUPS):
         chunk = names[at : at + RANGE_GROUPS]
         wire = {g: samples[g].to_wire() for g in chunk}
-        pipe.hset(hash_key(cluster_id, window_id), f"{chunk[0]}\n{chunk[-1]}", dumps(wire))
+        pipe.hset(hash_key(cluster_id, window_id), f"{chunk[0]}\n{chunk[-1]}", zlib.compress(dumps(wire), 1))
     pipe.expire(hash_key(cluster_id, window_id), UNPUBLISHED_SECONDS)
 
 
@@ -155,12 +163,17 @@ class Reader:
             for name, span in wanted:
                 pipe.hget(name, f"{span[0]}\n{span[1]}")
             for held, blob in zip(wanted, pipe.execute(), strict=True):
-                self.decoded[held] = loads(blob) if blob else {}
+                self.decoded[held] = _unpacked(blob) if blob else {}
 
     def _legacy(self, index: int) -> dict:
         if index not in self.legacy:
             self.legacy[index] = loads(self.entries[index][1])["s"]
         return self.legacy[index]
+
+
+def _unpacked(blob: bytes) -> dict:
+    """A range's samples: compressed JSON, or plain JSON as ranges were written before."""
+    return loads(blob if blob[:1] == b"{" else zlib.decompress(blob))
 
 
 def _meets(span: tuple[str, str], first: str, last: str) -> bool:

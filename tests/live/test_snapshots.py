@@ -200,3 +200,25 @@ def test_the_window_is_read_a_range_of_groups_at_a_time_each_range_decoded_once(
 
 def _hashes(redis) -> list[str]:
     return [json.loads(raw)["h"].rsplit(":", 1)[-1] for raw in redis.lrange(window.key(7, "window"), 0, -1)]
+
+
+def test_a_range_is_stored_compressed_and_a_plain_one_written_before_is_still_read(redis):
+    import zlib
+
+    names = [f"group-{i:04d}" for i in range(200)]
+    queues = {f"orders@broker-a#{q}": [1_000_000 + q, 40 + q] for q in range(8)}
+    poll = window.new_id()
+    pipe = redis.pipeline()
+    window.write_range(pipe, 5, poll, {n: Sample(t=100.0, online=True, lag=348, queues=queues) for n in names})
+    window.push(redis, pipe, 5, poll, 100.0)
+    pipe.execute()
+    ((field, stored),) = redis.hgetall(window.hash_key(5, poll)).items()
+    plain = json.loads(zlib.decompress(stored))
+    assert sorted(plain) == names and len(stored) < len(json.dumps(plain)) / 4
+    # the range as the release before wrote it: plain JSON, beside it in a later poll
+    later = window.new_id()
+    redis.hset(window.hash_key(5, later), field, json.dumps({"group-0007": sample(115.0, 9)}))
+    window.push(redis, redis, 5, later, 115.0)
+    found = window.read(redis, 5, since=0)
+    assert [(s.t, s.lag) for s in found["group-0007"]] == [(100.0, 348), (115.0, 9)]
+    assert found["group-0007"][0].queues == queues and [s.t for s in found["group-0008"]] == [100.0]
