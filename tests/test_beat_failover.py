@@ -102,7 +102,7 @@ def test_two_beats_send_each_task_once_and_the_standby_takes_over(tmp_path: Path
         # suite), which says the machine was busy, not that a send was lost or doubled
         task = "consumers.live.tasks.dispatch_polls"
         dispatched = received(workers, task, both_from, both_until)
-        by_first = sent(tmp_path / "beat.log", task, both_from, both_until)
+        by_first = sent(first.log_path, task, both_from, both_until)
         expected = BOTH_SECONDS / DISPATCH_EVERY
         print(f"\n  two beats for {BOTH_SECONDS:.0f} s: {len(dispatched)} dispatches received, {len(by_first)} sent "
               f"by the active beat (on time: {expected:.0f}); the standby took over {took_over:.1f} s after the "
